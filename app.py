@@ -1,0 +1,41 @@
+"""normviz: the entry point. Page config, navigation, the shared sidebar."""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+import torch
+
+from ui import home, state
+from ui.pages import available
+
+# A small fixed thread count: several classroom sessions share two cores.
+torch.set_num_threads(2)
+
+st.set_page_config(
+    page_title="normviz: normalization layers, axis by axis",
+    page_icon="assets/icon.png",
+    layout="wide",
+    initial_sidebar_state="expanded",
+)
+
+sections: dict[str, list[st.Page]] = {
+    "Learn": [st.Page(home.render, title="Home", icon="🏠", default=True)]
+}
+for info in available():
+    sections.setdefault(info.section, []).append(
+        st.Page(str(info.file), title=info.title, icon=info.icon, url_path=info.path)
+    )
+page = st.navigation(sections)
+state.sidebar(page.url_path)
+state.show_warnings()
+try:
+    page.run()
+except Exception:  # a bug must not show a traceback to a class
+    logging.getLogger("normviz").exception("page %s failed", page.url_path)
+    st.error(
+        "normviz hit an internal error on this page. The other pages still work; "
+        "changing a setting may help. (The details are in the server log.)",
+        icon="🐞",
+    )

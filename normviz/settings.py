@@ -1,0 +1,295 @@
+"""URL parameters: names, defaults, ranges, and forgiving parsing with warnings.
+
+Every page reads its settings from the query string through these specs, so a
+shared link reproduces a view, and a bad value falls back to its default with a
+message naming the parameter instead of breaking the page.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from normviz.core import NormConfigError, contract, parse_axes
+from normviz.data import DEFAULT_GENERATOR, GENERATORS
+from normviz.layouts import LAYOUTS
+from normviz.methods import METHODS
+
+Value = int | float | str | bool
+
+# ε choices on a log scale (0 shows what ε is for).
+EPS_CHOICES: tuple[float, ...] = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
+MAX_RAW_LEN = 200  # longer query values are refused outright
+
+
+def max_elements() -> int:
+    """The element cap (env NORMVIZ_MAX_ELEMENTS, default 2^22 ≈ 4.2 million)."""
+    try:
+        return max(1, int(os.environ.get("NORMVIZ_MAX_ELEMENTS", 2**22)))
+    except ValueError:
+        return 2**22
+
+
+@dataclass(frozen=True)
+class Param:
+    """One URL parameter: its default, and either a numeric range or a set of choices."""
+
+    name: str
+    default: Value
+    lo: float | None = None
+    hi: float | None = None
+    choices: tuple[Value, ...] | None = None
+    help: str = ""
+
+    def parse(self, raw: str) -> Value:
+        """The value `raw` stands for. Raises ValueError with a reason."""
+        if len(raw) > MAX_RAW_LEN:
+            raise ValueError("value too long")
+        raw = raw.strip()
+        d = self.default
+        if isinstance(d, bool):
+            low = raw.lower()
+            if low in ("1", "true", "yes", "on"):
+                return True
+            if low in ("0", "false", "no", "off"):
+                return False
+            raise ValueError("expected 1 or 0")
+        if isinstance(d, int):
+            try:
+                f = float(raw)
+            except ValueError:
+                raise ValueError("expected a whole number") from None
+            if not math.isfinite(f) or f != int(f):
+                raise ValueError("expected a whole number")
+            v: Value = int(f)
+        elif isinstance(d, float):
+            try:
+                v = float(raw)
+            except ValueError:
+                raise ValueError("expected a number") from None
+            if not math.isfinite(v):
+                raise ValueError("expected a finite number")
+        else:
+            v = raw
+        if self.choices is not None:
+            match = [c for c in self.choices if _same(c, v)]
+            if not match:
+                raise ValueError(f"expected one of {', '.join(map(str, self.choices))}")
+            v = match[0]
+        if (self.lo is not None and v < self.lo) or (self.hi is not None and v > self.hi):  # type: ignore[operator]
+            raise ValueError(f"expected a value from {_fmt(self.lo)} to {_fmt(self.hi)}")
+        return v
+
+    def format(self, value: Value) -> str:
+        """The query-string form of `value`."""
+        if isinstance(value, bool):
+            return "1" if value else "0"
+        if isinstance(value, float):
+            return _fmt(value)
+        return str(value)
+
+
+def _same(a: Value, b: Value) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    return a == b
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return ""
+    if float(v).is_integer() and abs(v) < 1e6:
+        return str(int(v)) if not isinstance(v, float) or abs(v) >= 1 or v == 0 else f"{v:g}"
+    return f"{v:g}"
+
+
+def read(
+    query: Mapping[str, str | list[str]], params: Iterable[Param], link: bool | None = None
+) -> tuple[dict[str, Value], list[str]]:
+    """Values for `params` from a query string, each checked; warnings for what fell back.
+
+    Parameters absent from a link that set others are named in one warning
+    (`link` defaults to "the query string has any parameter"); a plain visit is quiet.
+    """
+    if link is None:
+        link = bool(query)
+    values: dict[str, Value] = {}
+    warnings: list[str] = []
+    missing: list[str] = []
+    for p in params:
+        raw = query.get(p.name)
+        if isinstance(raw, list):
+            raw = raw[-1] if raw else None
+        if raw is None:
+            values[p.name] = p.default
+            missing.append(f"`{p.name}`")
+            continue
+        try:
+            values[p.name] = p.parse(raw)
+        except ValueError as e:
+            values[p.name] = p.default
+            shown = raw if len(raw) <= 40 else raw[:40] + "…"
+            warnings.append(
+                f"`{p.name}={shown}` is not valid ({e}): using the default {p.format(p.default)}."
+            )
+    if link and missing:
+        warnings.append(f"The link does not set {', '.join(missing)}: using the default.")
+    return values, warnings
+
+
+SIZE_LIMITS = {"B": 1024, "T": 4096, "C": 4096, "N": 256, "H": 512, "W": 512}
+
+SHARED: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param("layout", "BTC", choices=tuple(LAYOUTS), help="tensor layout"),
+        *(
+            Param(a, d, lo=1, hi=SIZE_LIMITS[a], help=f"size of axis {a}")
+            for a, d in {"B": 4, "T": 6, "C": 8, "N": 4, "H": 4, "W": 4}.items()
+        ),
+        Param("method", "batch", choices=tuple(METHODS), help="normalization method"),
+        Param("groups", 2, lo=1, hi=4096, help="GroupNorm's number of groups G"),
+        Param("axes", "C", help="custom axes, comma-separated, e.g. B,T"),
+        Param("centred", True, help="custom axes: subtract the mean (0: RMS-style)"),
+        Param("eps", 1e-5, choices=EPS_CHOICES, help="ε added to the variance"),
+        Param("seed", 0, lo=0, hi=2**31 - 1, help="random seed of the input"),
+        Param("data", DEFAULT_GENERATOR, choices=tuple(GENERATORS), help="input generator"),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The shared settings every page uses: a tensor, a method, its options."""
+
+    layout: str = "BTC"
+    sizes: dict[str, int] = field(default_factory=lambda: dict(LAYOUTS["BTC"].defaults))
+    method: str = "batch"
+    groups: int = 2
+    axes: tuple[str, ...] = ("C",)
+    centred: bool = True
+    eps: float = 1e-5
+    seed: int = 0
+    data: str = DEFAULT_GENERATOR
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.sizes[a] for a in LAYOUTS[self.layout].axes)
+
+    @property
+    def n_elements(self) -> int:
+        return math.prod(self.shape)
+
+    def norm_kwargs(self, method: str | None = None) -> dict[str, object]:
+        """Keyword arguments for normalize()/contract() for `method` (default: ours)."""
+        m = method or self.method
+        kw: dict[str, object] = {"eps": self.eps}
+        if METHODS[m].grouped:
+            kw["groups"] = self.groups
+        if m == "custom":
+            kw["axes"] = self.axes
+            kw["centred"] = self.centred
+        return kw
+
+    def check(self, method: str | None = None) -> None:
+        """Raise NormConfigError when this combination cannot run (cap, groups, ...)."""
+        if self.n_elements > max_elements():
+            raise NormConfigError(
+                f"{LAYOUTS[self.layout].shape_text(self.shape)} has {self.n_elements:,} elements, "
+                f"over the app's cap of {max_elements():,}: make an axis smaller"
+            )
+        kw = self.norm_kwargs(method)
+        kw.pop("eps")
+        contract(method or self.method, self.layout, self.shape, **kw)  # type: ignore[arg-type]
+
+    def relevant_params(self) -> list[str]:
+        """The shared URL names that describe this view."""
+        return [
+            "layout",
+            *LAYOUTS[self.layout].axes,
+            "method",
+            "groups",
+            "axes",
+            "centred",
+            "eps",
+            "seed",
+            "data",
+        ]
+
+
+def settings_from_query(
+    query: Mapping[str, str | list[str]], page_names: Iterable[str] = ()
+) -> tuple[Settings, list[str]]:
+    """Shared settings from a query string, with a warning per rejected value.
+
+    `page_names` are the current page's own parameters (not reported as unknown).
+    """
+    page_names = set(page_names)
+    link = any(k in SHARED for k in query)
+    lay_vals, warnings = read(query, [SHARED["layout"]], link)
+    layout = str(lay_vals["layout"])
+    lay = LAYOUTS[layout]
+    vals, more = read(query, [SHARED[n] for n in ("method", "eps", "seed", "data")], link)
+    warnings += more
+    method = str(vals["method"])
+    # shape sizes default to the layout's classroom shape; extras depend on the method
+    specs = [replace(SHARED[a], default=lay.defaults[a]) for a in lay.axes]
+    if METHODS[method].grouped:
+        specs.append(SHARED["groups"])
+    if method == "custom":
+        specs.append(SHARED["centred"])
+    more_vals, more = read(query, specs, link)
+    vals |= more_vals
+    warnings += more
+    axes: tuple[str, ...] = ("C",)
+    raw_axes = query.get("axes")
+    if isinstance(raw_axes, list):
+        raw_axes = raw_axes[-1] if raw_axes else None
+    if raw_axes is not None:
+        try:
+            axes = parse_axes(layout, raw_axes[:MAX_RAW_LEN])
+            if not axes:
+                raise NormConfigError("no axis named")
+        except NormConfigError as e:
+            warnings.append(f"`axes={raw_axes[:40]}` is not valid ({e}): using the default C.")
+    elif link and method == "custom":
+        warnings.append("The link does not set `axes`: using the default C.")
+    for k in ("groups", "centred"):  # kept quietly when the method ignores them
+        if k not in vals:
+            vals[k] = read(query, [SHARED[k]], False)[0][k]
+    unknown = [k for k in query if k not in SHARED and k not in page_names]
+    if unknown:
+        warnings.append(
+            f"Ignored unknown parameter(s): {', '.join(f'`{k[:40]}`' for k in unknown[:5])}."
+        )
+    s = Settings(
+        layout=layout,
+        sizes={a: int(vals[a]) for a in lay.axes},  # type: ignore[call-overload]
+        method=method,
+        groups=int(vals["groups"]),  # type: ignore[call-overload]
+        axes=axes,
+        centred=bool(vals["centred"]),
+        eps=float(vals["eps"]),  # type: ignore[arg-type]
+        seed=int(vals["seed"]),  # type: ignore[call-overload]
+        data=str(vals["data"]),
+    )
+    return s, warnings
+
+
+# Page-specific URL parameters (the shared ones are in SHARED), by URL path.
+PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
+    "batchnorm": (
+        Param("batch_size", 8, lo=1, hi=256, help="samples per training batch"),
+        Param("momentum", 0.1, lo=0.0, hi=1.0, help="momentum of the running statistics"),
+        Param(
+            "convention",
+            "pytorch",
+            choices=("pytorch", "keras", "cumulative"),
+            help="update rule: PyTorch m, Keras momentum, or PyTorch's momentum=None",
+        ),
+        Param("steps", 100, lo=1, hi=2000, help="training steps"),
+        Param("shift", 0.0, lo=-10.0, hi=10.0, help="mean shift of the evaluation data"),
+    ),
+}

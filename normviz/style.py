@@ -1,0 +1,56 @@
+"""Every colour, font and size of the figures, chosen to read on a projector."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+# Okabe-Ito: distinguishable with every common colour-vision deficiency.
+PALETTE: tuple[str, ...] = (
+    "#0072B2",  # blue
+    "#E69F00",  # orange
+    "#009E73",  # green
+    "#CC79A7",  # pink
+    "#56B4E9",  # sky
+    "#D55E00",  # vermillion
+    "#F0E442",  # yellow
+    "#000000",  # black
+)
+METHOD_COLOURS: dict[str, str] = {
+    "batch": PALETTE[0],
+    "layer": PALETTE[1],
+    "instance": PALETTE[2],
+    "group": PALETTE[3],
+    "rms": PALETTE[5],
+    "custom": PALETTE[4],
+}
+HIGHLIGHT = "#D55E00"  # the selected statistic group
+SELECTED = "#000000"  # the selected cell
+MUTED = "#D9D9D9"  # cells outside the selection
+BEFORE = "#7F7F7F"  # "before" histograms
+AFTER = PALETTE[0]  # "after" histograms
+DIVERGING = "RdBu_r"  # values around 0
+FONT_FAMILY = "Source Sans Pro, Arial, sans-serif"
+BASE_FONT = 16  # px; presenter mode multiplies it
+PRESENTER_SCALE = 1.4
+MAX_CELLS_3D = 4000  # cells drawn in a 3D block before capping
+MAX_CELLS_2D = 20000  # cells drawn in a flat view before capping
+HIST_BINS = 60
+
+
+def font_size(presenter: bool = False) -> int:
+    return round(BASE_FONT * (PRESENTER_SCALE if presenter else 1.0))
+
+
+def apply(fig: go.Figure, presenter: bool = False, height: int | None = None) -> go.Figure:
+    """House layout: large fonts, white background, compact margins."""
+    size = font_size(presenter)
+    fig.update_layout(
+        font={"family": FONT_FAMILY, "size": size},
+        title_font={"size": round(size * 1.15)},
+        template="plotly_white",
+        margin={"l": 10, "r": 10, "t": 50 if fig.layout.title.text else 20, "b": 10},
+        legend={"font": {"size": size}},
+    )
+    if height is not None:
+        fig.update_layout(height=height)
+    return fig

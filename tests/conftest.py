@@ -1,0 +1,183 @@
+"""Shared fixtures: AppTest from app.py, and a real server driven by headless Chromium."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("NORMVIZ_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+SHOTS = ROOT / "assets" / "screenshots"
+
+
+def run_app(
+    page: str | None = None, query: dict[str, str] | None = None, timeout: float = 60
+) -> AppTest:
+    """Run app.py through AppTest, on `page` (URL path, e.g. "axes"), with a query string.
+
+    The query string is applied before the first run, as a shared link would be.
+    """
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    if page:
+        at.switch_page(f"pages/{page}.py")
+    at.run()
+    return at
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception element and no internal-error message on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    errors = [e.value for e in at.error]
+    assert not any("internal error" in e for e in errors), errors
+
+
+def texts(at: AppTest) -> str:
+    """Everything the page wrote as text (markdown, captions, alerts), joined."""
+    parts: list[str] = []
+    for group in (
+        at.markdown,
+        at.caption,
+        at.warning,
+        at.error,
+        at.info,
+        at.success,
+        at.title,
+        at.header,
+        at.subheader,
+        at.latex,
+        at.code,
+    ):
+        parts += [str(e.value) for e in group]
+    return "\n".join(parts)
+
+
+# ---- real browser -------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    """`streamlit run app.py` on a free loopback port; yields its base URL."""
+    port = _free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    log = open(ROOT / ".pytest_cache" / "server.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "streamlit",
+            "run",
+            "app.py",
+            "--server.port",
+            str(port),
+            "--server.address",
+            "127.0.0.1",
+            "--server.headless",
+            "true",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            time.sleep(0.3)
+    else:
+        proc.terminate()
+        raise RuntimeError("streamlit did not start; see .pytest_cache/server.log")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=20)
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless system Chromium for the whole session."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    """A fresh browser context and page, 1400×900."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    p = ctx.new_page()
+    p.set_default_timeout(60_000)
+    yield p
+    ctx.close()
+
+
+def wait_done(p, timeout: float = 60_000) -> None:
+    """Wait until the app is connected and the script run has finished."""
+    p.wait_for_selector("[data-testid=stApp]", timeout=timeout)
+    p.wait_for_function(
+        """() => {
+            const app = document.querySelector('[data-testid=stApp]');
+            return app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+                && app.getAttribute('data-test-script-state') === 'notRunning';
+        }""",
+        timeout=timeout,
+    )
+    # a rerun can start right after (query-param writes): let it settle, then wait again
+    p.wait_for_timeout(300)
+    p.wait_for_function(
+        """() => document.querySelector('[data-testid=stApp]')
+                 .getAttribute('data-test-script-state') === 'notRunning'""",
+        timeout=timeout,
+    )
+
+
+def open_app(p, server: str, path: str = "") -> None:
+    """Navigate to `server/path` and wait for the script run to finish."""
+    p.goto(f"{server}/{path}")
+    wait_done(p)
+
+
+def assert_no_exception(p) -> None:
+    """No exception element, no traceback text, no internal-error message."""
+    assert p.locator("[data-testid=stException]").count() == 0
+    body = p.inner_text("body")
+    assert "Traceback" not in body
+    assert "internal error" not in body
+
+
+def screenshot(p, name: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    p.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)

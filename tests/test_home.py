@@ -1,0 +1,72 @@
+"""The home page: formula, contract table from the registry, links; and the app shell."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import assert_clean, assert_no_exception, open_app, run_app, screenshot, texts
+
+from normviz import METHODS, STANDARD_METHODS
+
+
+def test_home_shows_formula_and_table() -> None:
+    at = run_app()
+    assert_clean(at)
+    assert any("\\gamma" in latex.value for latex in at.latex)
+    table = at.dataframe[0].value
+    assert list(table.index) == [METHODS[k].label for k in STANDARD_METHODS]
+    assert table.loc["BatchNorm", "BTC pools"] == "B, T"
+    assert table.loc["GroupNorm", "NCHW pools"] == "C/G, H, W"
+    assert table.loc["RMSNorm", "subtracts μ"] == "no"
+
+
+def test_plain_visit_has_no_warnings() -> None:
+    at = run_app()
+    assert not at.warning
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        ({"B": "abc"}, "B"),
+        ({"method": "nope"}, "method"),
+        ({"layout": "NHWC"}, "layout"),
+        ({"eps": "-1"}, "eps"),
+        ({"C": "999999999"}, "C"),
+        ({"seed": "1e400"}, "seed"),
+        ({"data": "<script>"}, "data"),
+        ({"method": "custom", "axes": "Q,Z"}, "axes"),
+    ],
+)
+def test_bad_url_values_fall_back_with_a_warning(query: dict[str, str], param: str) -> None:
+    at = run_app(query=query)
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    assert f"`{param}" in warned, warned
+
+
+def test_url_is_read_and_written_back() -> None:
+    at = run_app(
+        query={
+            "layout": "NCHW",
+            "N": "2",
+            "C": "6",
+            "H": "3",
+            "W": "5",
+            "method": "group",
+            "groups": "3",
+        }
+    )
+    assert_clean(at)
+    assert at.session_state["layout"] == "NCHW"
+    assert at.session_state["H"] == 3
+    assert at.query_params["method"] == ["group"] or at.query_params["method"] == "group"
+    at.sidebar.number_input(key="W").set_value(7).run()
+    assert str(at.query_params["W"]).strip("[]'") == "7"
+
+
+def test_home_in_browser(page, server) -> None:
+    open_app(page, server)
+    assert_no_exception(page)
+    assert page.get_by_text("The axis contract").count() >= 1
+    screenshot(page, "home")
+    assert "one formula" in texts(run_app())

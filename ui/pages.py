@@ -1,0 +1,72 @@
+"""The page map: URL path, file, title, icon and section of every page."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    path: str  # URL path; the file is pages/<path>.py
+    title: str
+    icon: str
+    section: str
+    blurb: str  # one line for the home page's map
+
+    @property
+    def file(self) -> Path:
+        return ROOT / "pages" / f"{self.path}.py"
+
+
+PAGES: tuple[PageInfo, ...] = (
+    PageInfo(
+        "axes",
+        "Axis Explorer",
+        "🧊",
+        "Learn",
+        "shape a tensor and see which cells share one mean and variance",
+    ),
+    PageInfo(
+        "distributions",
+        "Distributions",
+        "📊",
+        "Learn",
+        "values before and after each method, on generated or uploaded data",
+    ),
+    PageInfo(
+        "batchnorm",
+        "BatchNorm lab",
+        "🧪",
+        "Learn",
+        "training vs evaluation, tiny batches, running statistics",
+    ),
+    PageInfo(
+        "residual",
+        "Pre-norm vs post-norm",
+        "🔁",
+        "Learn",
+        "where the norm sits in a residual block, and what it does to gradients",
+    ),
+    PageInfo(
+        "worked-example",
+        "Worked example",
+        "✏️",
+        "Practice",
+        "BatchNorm and LayerNorm on a 2×3 matrix, step by step",
+    ),
+    PageInfo(
+        "choose",
+        "Which normalization?",
+        "🧭",
+        "Practice",
+        "a decision guide and an audit of real models",
+    ),
+)
+
+
+def available() -> list[PageInfo]:
+    """Pages whose file exists (pages not built yet are not listed)."""
+    return [p for p in PAGES if p.file.exists()]

@@ -1,0 +1,221 @@
+"""Shared settings: the sidebar, st.session_state and the URL, kept in sync.
+
+The URL is read once, on a session's first run, into st.session_state under the
+URL names (which are also the widget keys); from then on the widgets own the
+values and every run writes them back to the query string, so a copied link
+reproduces the view. Pages call `settings()` for the shared values,
+`page_params()` + `widget()` for their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import streamlit as st
+import torch
+
+from normviz import LAYOUTS, METHODS, NormConfigError
+from normviz import settings as ns
+from normviz.data import GENERATORS, generate
+
+_WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
+_SETTINGS = "_settings"
+
+
+def _query() -> dict[str, list[str]]:
+    return {k: st.query_params.get_all(k) for k in st.query_params}
+
+
+def init_from_url(page: str) -> None:
+    """On a session's first run, seed every shared widget key from the query string."""
+    if st.session_state.get("_seeded"):
+        return
+    st.session_state["_seeded"] = True
+    page_names = [p.name for p in ns.PAGE_PARAMS.get(page, ())]
+    s, warnings = ns.settings_from_query(_query(), page_names)
+    _seed_settings(s)
+    st.session_state[_WARN] = [(w, s) for w in warnings]
+
+
+def _seed_settings(s: ns.Settings) -> None:
+    st.session_state.update(
+        layout=s.layout,
+        method=s.method,
+        groups=s.groups,
+        axes=list(s.axes),
+        centred=s.centred,
+        eps=s.eps,
+        seed=s.seed,
+        data=s.data,
+        **s.sizes,
+    )
+
+
+def _ensure(key: str, default: Any) -> None:
+    if key not in st.session_state:
+        st.session_state[key] = default
+
+
+def sidebar(page: str) -> ns.Settings:
+    """Draw the shared settings in the sidebar; return them and write them to the URL."""
+    init_from_url(page)
+    sb = st.sidebar
+    sb.header("Tensor")
+    layout = sb.radio(
+        "Layout",
+        list(LAYOUTS),
+        key="layout",
+        horizontal=True,
+        help="BTC: B sequences × T tokens × C features. NCHW: N images × C channels × H × W.",
+    )
+    lay = LAYOUTS[layout]
+    cols = sb.columns(len(lay.axes))
+    for col, a in zip(cols, lay.axes, strict=True):
+        _ensure(a, lay.defaults[a])
+        col.number_input(
+            a,
+            min_value=1,
+            max_value=ns.SIZE_LIMITS[a],
+            step=1,
+            key=a,
+            help=f"{a}: {lay.names[a]}",
+        )
+    sb.header("Method")
+    method = sb.selectbox(
+        "Normalization",
+        list(METHODS),
+        key="method",
+        format_func=lambda k: METHODS[k].label,
+    )
+    if METHODS[method].grouped:
+        sb.number_input("Groups G", min_value=1, max_value=4096, step=1, key="groups")
+    if method == "custom":
+        # the saved selection may name axes of the other layout
+        st.session_state["axes"] = [a for a in st.session_state.get("axes", []) if a in lay.axes]
+        sb.pills("Reduce over", list(lay.axes), selection_mode="multi", key="axes")
+        sb.toggle("Subtract the mean", key="centred", help="off: divide by the RMS only")
+    sb.select_slider(
+        "ε (added to σ²)",
+        options=list(ns.EPS_CHOICES),
+        key="eps",
+        format_func=lambda v: "0" if v == 0 else f"{v:.0e}",
+    )
+    sb.header("Input")
+    sb.selectbox(
+        "Data",
+        list(GENERATORS),
+        key="data",
+        format_func=lambda k: GENERATORS[k].label,
+        help="; ".join(f"{g.label}: {g.description}" for g in GENERATORS.values()),
+    )
+    sb.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed")
+    sb.toggle("Presenter mode (larger figure text)", key="presenter")
+    s = ns.Settings(
+        layout=layout,
+        sizes={a: int(st.session_state[a]) for a in lay.axes},
+        method=method,
+        groups=int(st.session_state["groups"]),
+        axes=tuple(a for a in lay.axes if a in (st.session_state.get("axes") or [])),
+        centred=bool(st.session_state["centred"]),
+        eps=float(st.session_state["eps"]),
+        seed=int(st.session_state["seed"]),
+        data=st.session_state["data"],
+    )
+    st.session_state[_SETTINGS] = s
+    _write_url(s, page)
+    return s
+
+
+def _write_url(s: ns.Settings, page: str) -> None:
+    want = {
+        "layout": s.layout,
+        **{a: str(v) for a, v in s.sizes.items()},
+        "method": s.method,
+        "groups": str(s.groups),
+        "axes": ",".join(s.axes),
+        "centred": ns.SHARED["centred"].format(s.centred),
+        "eps": ns.SHARED["eps"].format(s.eps),
+        "seed": str(s.seed),
+        "data": s.data,
+    }
+    own = {p.name for p in ns.PAGE_PARAMS.get(page, ())}
+    for k in list(st.query_params):
+        if k not in want and k not in own:
+            del st.query_params[k]
+    for k, v in want.items():
+        if st.query_params.get(k) != v:
+            st.query_params[k] = v
+
+
+def show_warnings() -> None:
+    """Warnings about rejected URL values, shown until the user changes the view."""
+    current = st.session_state.get(_SETTINGS)
+    kept = [(w, snap) for w, snap in st.session_state.get(_WARN, []) if snap == current]
+    st.session_state[_WARN] = kept
+    for w, _ in kept:
+        st.warning(w, icon="⚠️")
+
+
+def settings() -> ns.Settings:
+    """The shared settings of this run (the sidebar has been drawn by app.py)."""
+    s = st.session_state.get(_SETTINGS)
+    return s if s is not None else ns.Settings()
+
+
+def presenter() -> bool:
+    return bool(st.session_state.get("presenter", False))
+
+
+def require(s: ns.Settings, method: str | None = None) -> bool:
+    """Show why a setting cannot run (cap, groups, ...) and return False; True if it can."""
+    try:
+        s.check(method)
+    except NormConfigError as e:
+        st.error(f"**This setting cannot run:** {e}.", icon="🚫")
+        return False
+    return True
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _input_array(data: str, layout: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return generate(data, layout, shape, seed).numpy()
+
+
+def input_tensor(s: ns.Settings) -> torch.Tensor:
+    """The seeded input for the shared settings (cached on the plain settings)."""
+    return torch.from_numpy(_input_array(s.data, s.layout, s.shape, s.seed))
+
+
+# ---- page-specific URL parameters ------------------------------------------------
+
+
+def page_params(page: str) -> dict[str, Any]:
+    """Seed this page's own widget keys from the URL on first use; show what fell back."""
+    params = ns.PAGE_PARAMS.get(page, ())
+    missing = [p for p in params if p.name not in st.session_state]
+    if missing:
+        # a direct link carries them; after a page switch the URL has none (defaults, quietly)
+        query = _query()
+        vals, warnings = ns.read(query, missing, link=any(p.name in query for p in params))
+        for k, v in vals.items():
+            st.session_state[k] = v
+        for w in warnings:
+            st.warning(w, icon="⚠️")
+    return {p.name: st.session_state[p.name] for p in params}
+
+
+def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: Any) -> Any:
+    """A widget for page parameter `name` whose value also lives in the URL."""
+    p = next(p for p in ns.PAGE_PARAMS[page] if p.name == name)
+    if p.choices is not None:
+        kwargs.setdefault("options", list(p.choices))
+    else:
+        if p.lo is not None:
+            kwargs.setdefault("min_value", type(p.default)(p.lo))
+        if p.hi is not None:
+            kwargs.setdefault("max_value", type(p.default)(p.hi))
+    value = fn(label, key=name, **kwargs)
+    st.query_params[name] = p.format(value)
+    return value
