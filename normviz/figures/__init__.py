@@ -1,0 +1,1 @@
+"""Pure figure builders: make_*_figure(...) -> go.Figure, one module per topic."""
