@@ -350,6 +350,13 @@ def normalize(
             f"{m_obj.label} {where}needs more than 1 value per {m_obj.stat_noun}: "
             f"{con.size_text()} for shape {lay.shape_text(con.shape)}"
         )
+    if m_obj.grouped and math.prod(con.shape) == con.groups:
+        # torch's GroupNorm runs BatchNorm's check on (N·C/G, G, rest): mirror its refusal
+        raise NormConfigError(
+            f"GroupNorm needs more than 1 value per group across the whole batch; shape "
+            f"{lay.shape_text(con.shape)} with groups={con.groups} has one. Make the "
+            "batch or an axis larger"
+        )
 
     xv = x.reshape(con.expanded_shape)
     w_e = _param_view(w, con)
@@ -444,20 +451,28 @@ def _normalize_fast(
 ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
     """Statistics and output in as few passes over x as torch's own layers take.
 
-    The formula is `_apply`; this only picks the torch kernel that computes it in
-    one fused pass when the axis pattern fits one, and falls back to `_apply`.
+    The formula is the one in `_apply`; this picks the torch kernel that computes
+    it fused (and rounds as torch's layers do). GroupNorm's kernel fits every
+    centred contract once kept axes come first and pooled ones last, so a
+    layout that fits no kernel as it lies is permuted into that order, the
+    copy torch's own modules make for such layouts too.
     Returns (output, mean, var) with statistics in `con.stat_shape`.
     """
     shape = con.expanded_shape
     red = set(con.reduce_dims)
     c = con.layout_obj.channel_axis
-    varying = {d for d in (c, c + 1) if shape[d] > 1} if (w is not None or b is not None) else set()
-    segs = _segments(con)
-    roles = [r for r, _ in segs]
-    n_red = math.prod(shape[d] for d in red)
+    n_red = con.group_size
     n_keep = xv.numel() // n_red
-    if con.centred and n_red > 1:  # a single value per statistic: nothing to fuse
-        # (kept, pooled): each row is one statistic -> torch's LayerNorm kernel
+    if not con.centred:
+        var = torch.linalg.vector_norm(xv, 2, dim=con.reduce_dims, keepdim=True)
+        var = var.square_().div_(n_red)
+        return _apply(xv, None, var, w, b, eps), None, var
+    affine = w is not None or b is not None
+    varying = {d for d in (c, c + 1) if shape[d] > 1} if affine else set()
+    keep = set(range(len(shape))) - red
+    roles = [r for r, _ in _segments(con)]
+    if n_red > 1:  # BatchNorm's kernel refuses one value per statistic
+        # (kept, pooled): each row is one statistic -> LayerNorm's kernel
         if roles in ([True], [False, True]) and varying <= red:
             out, mean, rstd = torch.native_layer_norm(
                 xv.reshape(n_keep, n_red),
@@ -467,12 +482,11 @@ def _normalize_fast(
                 eps,
             )
             return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
-        # (pooled, kept, pooled): one statistic per kept index -> BatchNorm kernel
-        if roles.count(False) == 1 and varying <= (set(range(len(shape))) - red):
+        # (pooled, kept, pooled): one statistic per kept index -> BatchNorm's kernel
+        if roles.count(False) == 1 and varying <= keep:
             i = roles.index(False)
-            before = math.prod(shape[d] for _, ds in segs[:i] for d in ds)
+            before = math.prod(shape[d] for _, ds in _segments(con)[:i] for d in ds)
             after = n_red // before
-            keep = set(range(len(shape))) - red
             xk = xv.reshape(before, n_keep) if after == 1 else xv.reshape(before, n_keep, after)
             out, mean, rstd = torch.native_batch_norm(
                 xk,
@@ -485,24 +499,24 @@ def _normalize_fast(
                 eps,
             )
             return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
-        # (kept..., G, C/G, pooled...): torch's GroupNorm kernel, channels first
-        if all(d not in red for d in range(c + 1)) and all(
-            d in red for d in range(c + 1, len(shape))
-        ):
-            n = math.prod(shape[:c])
-            C = shape[c] * shape[c + 1]
-            hw = math.prod(shape[c + 2 :])
-            out, mean, rstd = torch.native_group_norm(
-                xv.reshape(n, C, hw), _chan(w), _chan(b), n, C, hw, shape[c], eps
-            )
-            return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
-    dims = con.reduce_dims
-    if con.centred:
-        var, mean = torch.var_mean(xv, dim=dims, correction=0, keepdim=True)
-    else:
-        mean = None
-        var = torch.linalg.vector_norm(xv, 2, dim=dims, keepdim=True).square_().div_(con.group_size)
-    return _apply(xv, mean, var, w, b, eps), mean, var
+    # (kept..., G, C/G, pooled...) -> GroupNorm's kernel, after a permute if needed
+    kept_nc = [d for d in sorted(keep) if d != c]
+    red_nc = [d for d in sorted(red) if d != c + 1]
+    order = [*kept_nc, c, c + 1, *red_nc]
+    xp = xv if order == sorted(order) else xv.permute(order).contiguous()
+    n = math.prod(shape[d] for d in kept_nc)
+    C = shape[c] * shape[c + 1]
+    hw = math.prod(shape[d] for d in red_nc)
+    out, mean, rstd = torch.native_group_norm(
+        xp.reshape(n, C, hw), _chan(w), _chan(b), n, C, hw, shape[c], eps
+    )
+    back = [order.index(d) for d in range(len(shape))]
+    out = out.reshape([shape[d] for d in order]).permute(back)
+    stat_dims = [*kept_nc, c]
+    to_sorted = sorted(range(len(stat_dims)), key=lambda i: stat_dims[i])
+    mean = mean.reshape([shape[d] for d in stat_dims]).permute(to_sorted)
+    rstd = rstd.reshape([shape[d] for d in stat_dims]).permute(to_sorted)
+    return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
 
 
 def _chan(p: torch.Tensor | None) -> torch.Tensor | None:
