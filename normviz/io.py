@@ -139,7 +139,8 @@ def _from_numpy(arr: np.ndarray, name: str) -> torch.Tensor:
         arr = arr.astype(np.float64)
     elif arr.dtype.kind != "f" or arr.dtype.itemsize < 4:
         arr = arr.astype(np.float32)  # ints, bools, float16
-    return torch.from_numpy(np.ascontiguousarray(arr))
+    # not np.ascontiguousarray: it turns a 0-D array into 1-D
+    return torch.from_numpy(arr if arr.flags.c_contiguous else arr.copy(order="C"))
 
 
 def _pt(data: bytes) -> dict[str, torch.Tensor]:
