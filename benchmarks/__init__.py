@@ -1,0 +1,1 @@
+"""Scripts that print timings and ratios against torch (never timed tests)."""
