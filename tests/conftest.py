@@ -155,11 +155,13 @@ def wait_done(p, timeout: float = 60_000) -> None:
         }""",
         timeout=timeout,
     )
-    # a rerun can start right after (query-param writes): let it settle, then wait again
+    # a rerun can start right after (query-param writes): let it settle, then wait
+    # again, and for lazily loaded widgets to replace their skeletons
     p.wait_for_timeout(300)
     p.wait_for_function(
         """() => document.querySelector('[data-testid=stApp]')
-                 .getAttribute('data-test-script-state') === 'notRunning'""",
+                 .getAttribute('data-test-script-state') === 'notRunning'
+              && document.querySelectorAll('[data-testid*=keleton]').length === 0""",
         timeout=timeout,
     )
 
