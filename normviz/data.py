@@ -32,16 +32,103 @@ def _sample_view(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _normal(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarray:
+    """Every value from N(0, 1): mean ≈ 0 and variance ≈ 1 overall."""
     return rng.standard_normal(shape)
 
 
 def _channels(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarray:
+    """Channel c has mean in [−3, 3] and spread in [0.3, 3]; every channel differs."""
     # every channel gets its own offset and spread, so pooling across channels shows
     C = shape[c]
     offset = rng.uniform(-3.0, 3.0, C).reshape(_channel_view(shape, c))
     scale = np.exp(rng.uniform(np.log(0.3), np.log(3.0), C)).reshape(_channel_view(shape, c))
     return offset + scale * rng.standard_normal(shape)
 
+
+def _heavy(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarray:
+    """Student-t, 3 degrees of freedom: about 2.8% of values lie beyond ±4 (normal: 0.006%)."""
+    # t = z / sqrt(χ²_ν / ν), drawn in float32 (numpy's standard_t is 4× slower)
+    z = rng.standard_normal(shape, dtype=np.float32)
+    chi2 = rng.standard_gamma(HEAVY_DF / 2, shape, dtype=np.float32) * 2
+    return z / np.sqrt(chi2 / HEAVY_DF)
+
+
+def n_outlier_channels(C: int) -> int:
+    """How many outlier channels the "outliers" generator makes: 1 per 16, at least 1."""
+    return max(1, C // 16)
+
+
+def _outliers(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarray:
+    """N(0, 1), except n_outlier_channels(C) channels sitting at ±20…60 (RMS ≥ 15× the rest)."""
+    # Trained transformers show a few feature dimensions with huge, persistent values;
+    # they dominate every statistic that pools over features (LayerNorm, RMSNorm).
+    C = shape[c]
+    x = rng.standard_normal(shape)
+    idx = rng.choice(C, n_outlier_channels(C), replace=False)
+    big = np.zeros(C)
+    big[idx] = rng.choice([-1.0, 1.0], idx.size) * rng.uniform(20.0, 60.0, idx.size)
+    spread = np.where(big != 0, 5.0, 1.0)
+    return big.reshape(_channel_view(shape, c)) + spread.reshape(_channel_view(shape, c)) * x
+
+
+def sample_scales(n: int) -> np.ndarray:
+    """The per-sample factors of the "sample_scale" generator: ×0.1 … ×10, log-spaced."""
+    return np.geomspace(0.1, 10.0, n) if n > 1 else np.ones(1)
+
+
+def _sample_scale(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarray:
+    """Sample b is sample_scales(B)[b] times one shared pattern (per-channel offsets/scales)."""
+    # the same pattern at different volumes: a per-sample method must give equal outputs
+    pattern = _channels(rng, (1, *shape[1:]), c)
+    return sample_scales(shape[0]).reshape(_sample_view(shape)) * pattern
+
+
+def smooth_length(n: int) -> float:
+    """Gaussian smoothing length (in positions) of the "smooth" generator along an axis of n."""
+    return max(1.0, n / 6)
+
+
+def _smooth(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarray:
+    """Smooth along the positional axes (H, W or T): neighbours correlate > 0.8 from ~16 on."""
+    # white noise low-pass filtered (Gaussian, in Fourier space) along every axis that is
+    # neither sample nor channel, like a CNN's feature maps: nearby pixels look alike
+    x = rng.standard_normal(shape, dtype=np.float32)
+    axes = [ax for ax in range(1, len(shape)) if ax != c and shape[ax] > 1]
+    if axes:
+        spec = torch.fft.rfftn(torch.from_numpy(x), dim=axes)
+        for i, ax in enumerate(axes):
+            n = shape[ax]
+            f = np.fft.rfftfreq(n) if i == len(axes) - 1 else np.fft.fftfreq(n)
+            gain = np.exp(-0.5 * (2 * np.pi * f * smooth_length(n)) ** 2).astype(np.float32)
+            spec = spec * torch.from_numpy(gain).reshape(_axis_view(len(shape), ax))
+        x = torch.fft.irfftn(spec, s=[shape[a] for a in axes], dim=axes).numpy()
+    x /= max(float(x.std()), 1e-12)
+    C = shape[c]
+    offset = rng.uniform(-1.0, 1.0, C).reshape(_channel_view(shape, c))
+    scale = np.exp(rng.uniform(np.log(0.5), np.log(2.0), C)).reshape(_channel_view(shape, c))
+    return offset + scale * x
+
+
+def _axis_view(rank: int, ax: int) -> tuple[int, ...]:
+    return tuple(-1 if i == ax else 1 for i in range(rank))
+
+
+def _constant(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarray:
+    """Channel 0 is always 0 and, with ≥ 2 samples, the last sample is all 0.
+
+    So every method has at least one group of identical values (variance exactly 0):
+    BatchNorm and InstanceNorm in channel 0, the others in the blank sample.
+    """
+    x = _channels(rng, shape, c)
+    dead = [slice(None)] * len(shape)
+    dead[c] = slice(0, 1)
+    x[tuple(dead)] = 0.0  # a dead channel, like a ReLU unit that never fires
+    if shape[0] > 1:
+        x[-1] = 0.0  # a blank image, or a sequence that is all padding
+    return x
+
+
+HEAVY_DF = 3  # Student-t degrees of freedom: finite variance, very heavy tails
 
 GENERATORS: dict[str, Generator] = {
     g.key: g
@@ -53,6 +140,36 @@ GENERATORS: dict[str, Generator] = {
             _channels,
         ),
         Generator("normal", "Standard normal", "every value drawn from N(0, 1)", _normal),
+        Generator(
+            "heavy",
+            "Heavy-tailed (Student-t)",
+            "Student-t with 3 degrees of freedom: mostly modest values, now and then a huge one",
+            _heavy,
+        ),
+        Generator(
+            "outliers",
+            "Outlier channels",
+            "N(0, 1) except one channel in 16 sitting at ±20…60, as in transformer activations",
+            _outliers,
+        ),
+        Generator(
+            "sample_scale",
+            "A different scale per sample",
+            "one pattern repeated at a different volume per sample, from ×0.1 to ×10",
+            _sample_scale,
+        ),
+        Generator(
+            "smooth",
+            "Smooth image-like maps",
+            "values vary slowly along H and W (or along T), like a CNN's feature maps",
+            _smooth,
+        ),
+        Generator(
+            "constant",
+            "Constant groups (why ε)",
+            "channel 0 is always 0 and the last sample is blank: groups with zero variance",
+            _constant,
+        ),
     )
 }
 
@@ -73,4 +190,13 @@ def generate(name: str, layout: str, shape: tuple[int, ...], seed: int = 0) -> t
     return torch.from_numpy(np.ascontiguousarray(arr, dtype=np.float32))
 
 
-__all__ = ["DEFAULT_GENERATOR", "GENERATORS", "Generator", "generate"]
+__all__ = [
+    "DEFAULT_GENERATOR",
+    "GENERATORS",
+    "HEAVY_DF",
+    "Generator",
+    "generate",
+    "n_outlier_channels",
+    "sample_scales",
+    "smooth_length",
+]
