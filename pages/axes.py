@@ -1,0 +1,264 @@
+"""Axis Explorer: shape a tensor, pick a method, see which cells share one mean and variance."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from normviz import LAYOUTS, NormConfigError, codegen, explore
+from normviz import settings as ns
+from normviz.figures import blocks
+from ui import state
+
+FLAT_KEY = "axes_flat_view"  # the clickable chart's widget key
+
+
+def _figure_kw(s: ns.Settings) -> dict:
+    """groups= / axes= for the figure builders (they take no eps or centring)."""
+    return {k: v for k, v in s.norm_kwargs().items() if k in ("groups", "axes")}
+
+
+# ---- cached at the page edge, keyed on plain settings (never on a tensor) ------------
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _block_fig(
+    s: ns.Settings, cell: tuple[int, ...], partition: bool, split_hw: bool, presenter: bool
+) -> go.Figure:
+    return blocks.make_block_figure(
+        s.method,
+        s.layout,
+        s.shape,
+        cell=cell,
+        partition=partition,
+        split_hw=split_hw,
+        presenter=presenter,
+        **_figure_kw(s),
+    )
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _flat_fig(s: ns.Settings, cell: tuple[int, ...], partition: bool, presenter: bool) -> go.Figure:
+    return blocks.make_flat_figure(
+        state.input_tensor(s),
+        s.method,
+        s.layout,
+        cell=cell,
+        partition=partition,
+        presenter=presenter,
+        **_figure_kw(s),
+    )
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _group(s: ns.Settings, cell: tuple[int, ...]) -> explore.GroupDetail:
+    return explore.selected_group(
+        state.input_tensor(s), s.method, s.layout, cell, **s.norm_kwargs()
+    )
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _methods_fig(layout: str, shape: tuple[int, ...], groups: int, presenter: bool) -> go.Figure:
+    return blocks.make_methods_figure(layout, shape, groups, presenter=presenter)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _verify(s: ns.Settings) -> codegen.Verification:
+    return codegen.verify(state.input_tensor(s), s.method, s.layout, **s.norm_kwargs())
+
+
+# ---- the selected cell ----------------------------------------------------------------
+
+
+def _cell_keys(layout: str) -> list[str]:
+    return [f"sel_{a}" for a in LAYOUTS[layout].axes]
+
+
+def _stored_cell(s: ns.Settings) -> tuple[int, ...]:
+    """The selection kept in session state, clamped to the current shape."""
+    raw = [st.session_state.get(k, 0) for k in _cell_keys(s.layout)]
+    return explore.clamp_cell(s.shape, raw)
+
+
+def _on_flat_click() -> None:
+    """A click in the flat view: its marker's customdata is the cell's tensor index."""
+    s = state.settings()
+    event = st.session_state.get(FLAT_KEY) or {}
+    points = (event.get("selection") or {}).get("points") or []
+    if not points or not isinstance(points[0].get("customdata"), list | tuple):
+        return
+    cell = explore.clamp_cell(s.shape, points[0]["customdata"])
+    for k, i in zip(_cell_keys(s.layout), cell, strict=True):
+        st.session_state[k] = i
+
+
+def _cell_inputs(s: ns.Settings) -> tuple[int, ...]:
+    """One number input per axis (the keyboard way to pick a cell)."""
+    lay = LAYOUTS[s.layout]
+    cell = _stored_cell(s)
+    cols = st.columns(len(lay.axes) + 1)
+    cols[0].markdown("**Selected cell**")
+    for col, a, k, i, n in zip(
+        cols[1:], lay.axes, _cell_keys(s.layout), cell, s.shape, strict=True
+    ):
+        st.session_state[k] = i  # clamped: the shape may have shrunk
+        col.number_input(f"{a} ({lay.names[a]})", min_value=0, max_value=n - 1, step=1, key=k)
+    return _stored_cell(s)
+
+
+@st.fragment
+def explorer(s: ns.Settings) -> None:
+    """Cell selection, the 3D block, the flat view and the group's numbers (reruns alone)."""
+    presenter = state.presenter()
+    cell = _cell_inputs(s)
+    opts = st.columns(2)
+    partition = opts[0].toggle(
+        "Colour every statistic group",
+        key="axes_partition",
+        help="Partition mode: each group of cells that shares one mean and variance gets a "
+        "colour (colours repeat for many groups).",
+    )
+    split_hw = s.layout == "NCHW" and opts[1].toggle(
+        "Show H and W separately",
+        key="axes_split_hw",
+        help="Off: H·W is one axis, as in the Group Normalization paper's figure. On: every "
+        "image is an H×W slab, side by side.",
+    )
+    left, right = st.columns([3, 2])
+    with left:
+        st.markdown("**Block view** (drag to rotate)")
+        st.plotly_chart(
+            _block_fig(s, cell, partition, split_hw, presenter), theme=None, key="axes_block"
+        )
+    with right:
+        st.markdown("**Flat view** (click a cell to select it)")
+        st.plotly_chart(
+            _flat_fig(s, cell, partition, presenter),
+            theme=None,
+            key=FLAT_KEY,
+            on_select=_on_flat_click,
+            selection_mode="points",
+            width="content",
+        )
+    st.subheader("The selected group, with numbers")
+    try:
+        d = _group(s, cell)
+    except NormConfigError as e:
+        st.error(f"**torch refuses this setting:** {e}.", icon="🚫")
+        hint = explore.refusal_hint(s.method, s.layout, s.shape, **_figure_kw(s))
+        if hint:
+            st.info(hint, icon="💡")
+        return
+    st.markdown(
+        f"The cell **{explore.cell_text(s.layout, cell)}** shares its statistics with "
+        f"**m = {d.size_text}** values (highlighted above). Its first values: {d.values_text()}."
+    )
+    st.latex(d.stats_latex())
+    st.latex(d.formula_latex())
+    st.latex(d.computation_latex())
+    st.caption(
+        "γ = 1 and β = 0, as in a freshly initialised layer: training then learns "
+        "the scale and shift it wants."
+    )
+
+
+# ---- the other sections --------------------------------------------------------------
+
+
+def contract_section(s: ns.Settings) -> None:
+    card = explore.contract_card(s.method, s.layout, s.shape, **_contract_kw(s))
+    st.subheader(f"Contract card: {card.label}")
+    st.table({"": [q for q, _ in card.rows()], "answer": [a for _, a in card.rows()]})
+
+
+def _contract_kw(s: ns.Settings) -> dict:
+    kw = dict(s.norm_kwargs())
+    kw.pop("eps")
+    return kw
+
+
+def _on_axis_tick() -> None:
+    """A ticked or unticked axis box: switch to custom axes with the boxes' axes."""
+    s = state.settings()
+    chosen = [a for a in LAYOUTS[s.layout].axes if st.session_state.get(f"axcb_{a}")]
+    st.session_state["method"] = "custom"
+    st.session_state["axes"] = chosen
+
+
+def custom_axes_section(s: ns.Settings) -> None:
+    lay = LAYOUTS[s.layout]
+    st.subheader("Custom axes")
+    st.markdown(
+        "Tick the axes a statistic should pool. The page switches to custom axes and "
+        "names the layer that reduces exactly those axes, if there is one."
+    )
+    if s.method == "custom":
+        ticked = set(s.axes)
+    else:
+        try:
+            ticked = set(
+                explore.contract_card(s.method, s.layout, s.shape, **_contract_kw(s)).reduces
+            )
+        except NormConfigError:
+            ticked = set()
+    cols = st.columns(len(lay.axes))
+    for col, a in zip(cols, lay.axes, strict=True):
+        st.session_state[f"axcb_{a}"] = a in ticked  # follow the sidebar's choice
+        col.checkbox(f"{a} ({lay.names[a]})", key=f"axcb_{a}", on_change=_on_axis_tick)
+    if s.method == "custom":
+        verdict = explore.explain_axes(s.layout, s.axes, s.centred)
+        st.info(verdict.text, icon="🔎")
+    elif "C/G" in explore.contract_card(s.method, s.layout, s.shape, **_contract_kw(s)).reduces:
+        st.caption("GroupNorm pools part of C (C/G channels), which no single checkbox can say.")
+
+
+def confusions_section(s: ns.Settings) -> None:
+    for c in explore.confusions(s.method, s.layout, s.shape, **_figure_kw(s)):
+        st.warning(f"**{c.title}.** {c.text}", icon="⚠️")
+
+
+def side_by_side_section(s: ns.Settings) -> None:
+    st.subheader("All methods side by side")
+    st.markdown(
+        "The same tensor under each method, with the group of the corner cell highlighted. "
+        "The pooled axes are the ones the highlight stretches along."
+    )
+    st.plotly_chart(
+        _methods_fig(s.layout, s.shape, s.groups, state.presenter()),
+        theme=None,
+        key="axes_methods",
+    )
+
+
+def verified_code_section(s: ns.Settings) -> None:
+    st.subheader("Verified code")
+    st.markdown("The torch code for the current settings, run on this page's tensor:")
+    try:
+        with st.spinner("Checking against torch…"):
+            v = _verify(s)
+    except (NormConfigError, ValueError, RuntimeError) as e:
+        st.info(f"No live check for this setting: {e}", icon="ℹ️")
+        return
+    st.code(v.code, language="python")
+    ok, text = explore.verification_text(v.module, v.max_abs_diff)
+    (st.success if ok else st.warning)(text, icon="✅" if ok else "⚠️")
+
+
+# ---- the page ------------------------------------------------------------------------
+
+s = state.settings()
+st.title("Axis Explorer")
+st.markdown(
+    "Every normalization layer computes one mean and one variance per group of values. "
+    "Pick a method in the sidebar and a cell below: the cells that share that cell's mean "
+    "and variance light up, in 3D and unfolded flat."
+)
+if state.require(s):
+    explorer(s)
+    contract_section(s)
+    custom_axes_section(s)
+    confusions_section(s)
+    side_by_side_section(s)
+    verified_code_section(s)
+elif s.method == "custom":  # unticked every axis: the boxes are the way back
+    custom_axes_section(s)
