@@ -21,7 +21,7 @@ st.set_page_config(
 )
 
 sections: dict[str, list[st.Page]] = {
-    "Learn": [st.Page(home.render, title="Home", icon="🏠", default=True)]
+    "Learn": [st.Page(home.render, title="Home", icon=":material/home:", default=True)]
 }
 for info in available():
     sections.setdefault(info.section, []).append(
@@ -37,5 +37,5 @@ except Exception:  # a bug must not show a traceback to a class
     st.error(
         "normviz hit an internal error on this page. The other pages still work; "
         "changing a setting may help. (The details are in the server log.)",
-        icon="🐞",
+        icon=":material/bug_report:",
     )

@@ -155,7 +155,7 @@ def show_warnings() -> None:
     kept = [(w, snap) for w, snap in st.session_state.get(_WARN, []) if snap == current]
     st.session_state[_WARN] = kept
     for w, _ in kept:
-        st.warning(w, icon="⚠️")
+        st.warning(w, icon=":material/warning:")
 
 
 def settings() -> ns.Settings:
@@ -173,7 +173,7 @@ def require(s: ns.Settings, method: str | None = None) -> bool:
     try:
         s.check(method)
     except NormConfigError as e:
-        st.error(f"**This setting cannot run:** {e}.", icon="🚫")
+        st.error(f"**This setting cannot run:** {e}.", icon=":material/block:")
         return False
     return True
 
@@ -202,7 +202,7 @@ def page_params(page: str) -> dict[str, Any]:
         for k, v in vals.items():
             st.session_state[k] = v
         for w in warnings:
-            st.warning(w, icon="⚠️")
+            st.warning(w, icon=":material/warning:")
     return {p.name: st.session_state[p.name] for p in params}
 
 
