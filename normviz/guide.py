@@ -1,0 +1,279 @@
+"""Which normalization? The source texts' decision flow as a function.
+
+Architecture first (transformer, RNN, CNN, style transfer, detection or
+segmentation), then, for convolutional networks, the batch size per device
+(16 or more: BatchNorm, fewer: GroupNorm), then what inference demands.
+Labels, best uses and pitfalls come from the method registry.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pandas as pd
+
+from normviz import style
+from normviz.methods import METHODS, STANDARD_METHODS
+from normviz.text import reduces_text, yes_no
+
+ARCHITECTURES: dict[str, str] = {
+    "transformer": "Transformer",
+    "rnn": "RNN / LSTM",
+    "cnn": "CNN (classification, general vision)",
+    "detection": "CNN for detection or segmentation (large images)",
+    "style": "Style transfer",
+}
+CONSTRAINTS: dict[str, str] = {
+    "online": "inference sees one sample at a time (online, streaming)",
+    "same": "training and inference must compute exactly the same function",
+    "shift": "the data at inference may drift away from the training data",
+    "distributed": "training is spread over several devices",
+    "cost": "every operation per token counts (a large language model)",
+}
+BATCH_THRESHOLD = 16  # per device: at or above it batch statistics are reliable enough
+MAX_BATCH = 65_536
+
+
+class GuideError(ValueError):
+    """An answer the guide cannot use; the message lists the valid choices."""
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What the user told the guide."""
+
+    architecture: str  # key of ARCHITECTURES
+    batch_per_device: int  # samples per device per step (micro-batch under accumulation)
+    constraints: frozenset[str] = frozenset()  # keys of CONSTRAINTS
+
+    def check(self) -> None:
+        """Raise GuideError for an unknown architecture or constraint, or a bad batch size."""
+        if self.architecture not in ARCHITECTURES:
+            raise GuideError(
+                f"unknown architecture {self.architecture!r}: choose one of "
+                f"{', '.join(ARCHITECTURES)}"
+            )
+        b = self.batch_per_device
+        if isinstance(b, bool) or not isinstance(b, int) or not 1 <= b <= MAX_BATCH:
+            raise GuideError(f"batch size per device must be a whole number from 1 to {MAX_BATCH}")
+        unknown = sorted(set(self.constraints) - set(CONSTRAINTS))
+        if unknown:
+            raise GuideError(
+                f"unknown constraint {unknown[0]!r}: choose from {', '.join(CONSTRAINTS)}"
+            )
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The guide's answer: a method, why, what to watch, and the path through the flowchart."""
+
+    method: str  # METHODS key
+    reasons: tuple[str, ...]
+    pitfalls: tuple[str, ...]
+    alternative: str | None  # a METHODS key worth considering instead, or None
+    alternative_reason: str
+    path: tuple[str, ...]  # flowchart node ids from the root to the leaf
+
+    @property
+    def label(self) -> str:
+        return METHODS[self.method].label
+
+
+def recommend(s: Situation) -> Recommendation:
+    """Walk the decision flow for a situation.
+
+    Raises:
+        GuideError: an unknown architecture or constraint, or a batch size out of range.
+    """
+    s.check()
+    c = s.constraints
+    reasons: list[str] = []
+    pitfalls: list[str] = []
+    alt: str | None = None
+    alt_reason = ""
+    arch = s.architecture
+    path: list[str] = ["root", arch]
+    if arch in ("transformer", "rnn"):
+        if arch == "transformer":
+            reasons.append(
+                "Attention mixes tokens inside one sample, so statistics taken per token fit; "
+                "batch statistics would tie a prediction to the rest of the batch."
+            )
+        else:
+            reasons.append(
+                "Sequence lengths vary and the same layer runs at every time step, so "
+                "batch statistics would change from step to step; per-sample statistics do not."
+            )
+        reasons.append("It computes the same thing in training and inference, at any batch size.")
+        method = "layer"
+        if arch == "transformer" and "cost" in c:
+            method, alt = "rms", "layer"
+            reasons.append(
+                "RMSNorm skips the mean and the shift, which saves work per token; large "
+                "language models commonly use it."
+            )
+            alt_reason = "LayerNorm also centres the features, if that matters for your data."
+        elif arch == "transformer":
+            alt = "rms"
+            alt_reason = "RMSNorm is a cheaper, uncentred variant used by many large models."
+        pitfalls.append(
+            "Place it before each sublayer (pre-norm, x + F(Norm(x))) in deep stacks, and add "
+            "a final norm before the output: see the pre-norm vs post-norm page."
+        )
+    elif arch == "style":
+        method = "instance"
+        reasons.append(
+            "Style lives in each image's per-channel mean and contrast; normalizing every "
+            "channel of every image on its own removes it, whatever the batch."
+        )
+    else:  # cnn, detection: the batch-size question
+        path.append(QUESTION)
+        big = s.batch_per_device >= BATCH_THRESHOLD
+        if arch == "detection":
+            reasons.append(
+                "Large inputs for detection or segmentation usually leave room for only 1 or "
+                "2 images per device (Mask R-CNN is the classic GroupNorm user)."
+            )
+        if big and "same" not in c:
+            method = "batch"
+            reasons.append(
+                f"{s.batch_per_device} samples per device (≥ {BATCH_THRESHOLD}) give stable "
+                "per-channel batch statistics, and BatchNorm's noise even regularizes a little."
+            )
+            alt, alt_reason = "group", "GroupNorm if batches shrink or inference must match."
+        else:
+            method = "group"
+            if big:
+                reasons.append(
+                    "You need training and inference to compute the same function, which "
+                    "rules out BatchNorm's batch statistics in training."
+                )
+            else:
+                reasons.append(
+                    f"With {s.batch_per_device} sample(s) per device (< {BATCH_THRESHOLD}), "
+                    "batch statistics are too noisy; GroupNorm never looks across samples."
+                )
+            reasons.append("It keeps some channel structure (groups), unlike LayerNorm.")
+            alt = "batch" if not big else None
+            alt_reason = (
+                f"BatchNorm once you have ≥ {BATCH_THRESHOLD} samples per device." if alt else ""
+            )
+    path.append(method)
+    m = METHODS[method]
+    pitfalls.insert(0, f"{m.label}: {m.pitfall}.")
+    if method == "batch":
+        pitfalls.append(
+            "Call model.eval() before inference, and save the running mean and variance "
+            "with the model (they are buffers in its state_dict)."
+        )
+        if "online" in c:
+            pitfalls.append(
+                "One sample at a time is fine in eval mode (running statistics), but never "
+                "run a single sample through it in training mode."
+            )
+        if "shift" in c:
+            pitfalls.append(
+                "Drifting data makes the running statistics stale: re-estimate them on recent "
+                "data, or use GroupNorm."
+            )
+        if "distributed" in c:
+            pitfalls.append(
+                "Each device computes its own batch statistics; use SyncBatchNorm if the "
+                "per-device batch is small."
+            )
+        pitfalls.append(
+            "A convolution or linear layer right before BatchNorm needs no bias (bias=False): "
+            "the mean subtraction removes it."
+        )
+    elif "shift" in c or "online" in c:
+        reasons.append(
+            f"{m.label} takes its statistics from the current sample, so single-sample "
+            "inference and drifting data need no special care."
+        )
+    pitfalls.append(
+        "Keep γ and β (and biases) out of weight decay unless you mean to regularize them."
+    )
+    return Recommendation(method, tuple(reasons), tuple(pitfalls), alt, alt_reason, tuple(path))
+
+
+def comparison_table(layout: str = "NCHW") -> pd.DataFrame:
+    """The comparison table from the registry: what each method pools, and when to use it."""
+    rows = []
+    for key in STANDARD_METHODS:
+        m = METHODS[key]
+        rows.append(
+            {
+                "method": m.label,
+                f"normalizes over ({layout})": reduces_text(key, layout),
+                "depends on batch size": yes_no(m.batch_dependent),
+                "train ≠ inference": yes_no(m.train_eval_differ),
+                "best for": m.best_for,
+                "watch out": m.pitfall,
+            }
+        )
+    return pd.DataFrame(rows).set_index("method")
+
+
+# ---- the flowchart, as Graphviz DOT (st.graphviz_chart draws it) -------------------
+
+QUESTION = "batch?"  # node id of the batch-size question; leaves are METHODS keys
+_NODES: dict[str, str] = {
+    "root": "What architecture?",
+    "transformer": "Transformer",
+    "rnn": "RNN / LSTM",
+    "cnn": "CNN",
+    "detection": "Detection /\\nsegmentation",
+    "style": "Style transfer",
+    QUESTION: f"Batch per device\\n≥ {BATCH_THRESHOLD}?",
+}
+_LEAVES: tuple[str, ...] = ("layer", "rms", "batch", "group", "instance")
+_EDGES: tuple[tuple[str, str, str], ...] = (
+    ("root", "transformer", ""),
+    ("root", "rnn", ""),
+    ("root", "cnn", ""),
+    ("root", "detection", ""),
+    ("root", "style", ""),
+    ("transformer", "layer", ""),
+    ("transformer", "rms", "cost per token"),
+    ("rnn", "layer", ""),
+    ("cnn", QUESTION, ""),
+    ("detection", QUESTION, ""),
+    (QUESTION, "batch", "yes"),
+    (QUESTION, "group", "no, or train must\\nmatch inference"),
+    ("style", "instance", ""),
+)
+
+
+def flowchart_dot(rec: Recommendation | None = None) -> str:
+    """The decision flowchart; the path of `rec` (if given) is drawn in the highlight colour."""
+    path = list(rec.path) if rec else []
+    hot_edges = set(itertools.pairwise(path))
+    font = f'fontname="{style.FONT_FAMILY.split(",")[0]}"'
+    lines = [
+        "digraph G {",
+        "  rankdir=LR;",
+        f'  node [shape=box, style="rounded,filled", fillcolor="white", {font}, fontsize=14];',
+        f"  edge [{font}, fontsize=12];",
+    ]
+    for nid, text in _NODES.items():
+        hot = nid in path
+        lines.append(
+            f'  "{nid}" [label="{text}", color="{style.SELECTED if hot else "#7F7F7F"}", '
+            f"penwidth={3 if hot else 1}];"
+        )
+    for key in _LEAVES:
+        hot = key in path
+        lines.append(
+            f'  "{key}" [label="{METHODS[key].label}", fillcolor="{style.METHOD_COLOURS[key]}", '
+            f'fontcolor="white", color="{style.SELECTED if hot else "white"}", '
+            f"penwidth={5 if hot else 1}];"
+        )
+    for a, b, label in _EDGES:
+        hot = (a, b) in hot_edges
+        attrs = [f'color="{style.SELECTED if hot else "#9E9E9E"}"', f"penwidth={3 if hot else 1}"]
+        if label:
+            attrs.append(f'label="{label}"')
+        lines.append(f'  "{a}" -> "{b}" [{", ".join(attrs)}];')
+    lines.append("}")
+    return "\n".join(lines)

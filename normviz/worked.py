@@ -1,0 +1,267 @@
+"""The worked example: BatchNorm and LayerNorm on a small matrix, step by step.
+
+The matrix is read as a (1, T, C) tensor in the BTC layout: its rows are tokens,
+its columns are features. BatchNorm then pools each column (one statistic per
+feature) and LayerNorm pools each row (one statistic per token); which of the two
+a method pools is read from its axis contract, not restated here. Every number
+comes from normviz.normalize and is checked against the torch.nn layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from normviz.core import contract, normalize
+from normviz.methods import METHODS
+
+# The source text's example and the numbers it prints (rounded to 3 decimals).
+SOURCE_MATRIX: tuple[tuple[float, ...], ...] = ((1.0, 2.0, 7.0), (3.0, 4.0, 9.0))
+SOURCE_BATCH_MEANS: tuple[float, ...] = (0.0, 0.0, 0.0)
+SOURCE_BATCH_VARS: tuple[float, ...] = (1.0, 1.0, 1.0)
+SOURCE_LAYER_ROW0: tuple[float, ...] = (-0.889, -0.508, 1.397)
+EPS = 1e-5
+METHODS_SHOWN: tuple[str, ...] = ("batch", "layer")
+MAX_SIZE = 8  # rows and columns an edited matrix may have
+MAX_ABS = 1e6  # larger entries make the squares in the variance unreadable
+TORCH_TOL = 1e-6  # float64: ours and torch.nn agree far below this
+
+
+class WorkedInputError(ValueError):
+    """The edited matrix cannot be used; the message names the cell or the size."""
+
+
+def as_matrix(data: object) -> np.ndarray:
+    """A float64 (rows, cols) array from a list of rows or a DataFrame, checked.
+
+    Raises:
+        WorkedInputError: not 2-D, too large, or a cell that is empty or not a number.
+    """
+    if isinstance(data, pd.DataFrame):
+        data = data.to_numpy()
+    try:
+        x = np.array(data, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise WorkedInputError(f"every cell must be a number ({e})") from e
+    if x.ndim != 2 or 0 in x.shape:
+        raise WorkedInputError(f"the matrix must have rows and columns; got shape {x.shape}")
+    if x.shape[0] > MAX_SIZE or x.shape[1] > MAX_SIZE:
+        raise WorkedInputError(
+            f"use at most {MAX_SIZE} rows and {MAX_SIZE} columns; got {x.shape[0]}×{x.shape[1]}"
+        )
+    bad = np.argwhere(~np.isfinite(x) | (np.abs(x) > MAX_ABS))
+    if bad.size:
+        r, c = (int(i) + 1 for i in bad[0])
+        raise WorkedInputError(
+            f"row {r}, column {c} is empty or not a number between −{MAX_ABS:g} and {MAX_ABS:g}: "
+            "type a number there"
+        )
+    return x
+
+
+def pools(method: str) -> str:
+    """ "column" or "row": what one statistic pools when the matrix is a (1, T, C) tensor."""
+    axes = contract(method, "BTC", (1, 2, 2)).axes
+    return "row" if "C" in axes else "column"
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One mean/variance and the values it normalizes: a column (BatchNorm) or a row."""
+
+    index: int  # 0-based column or row
+    values: tuple[float, ...]
+    mean: float
+    var: float  # biased (divide by m)
+    outputs: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class MethodSteps:
+    """A method applied to the matrix: its statistics, its output, and the torch check."""
+
+    method: str
+    pools: str  # "column" or "row"
+    stats: tuple[Statistic, ...]
+    output: np.ndarray  # same shape as the matrix
+    torch_output: np.ndarray  # the same thing from torch.nn
+    eps: float
+
+    @property
+    def label(self) -> str:
+        return METHODS[self.method].label
+
+    @property
+    def torch_max_diff(self) -> float:
+        return float(np.max(np.abs(self.output - self.torch_output)))
+
+    @property
+    def matches_torch(self) -> bool:
+        return self.torch_max_diff <= TORCH_TOL
+
+
+def torch_reference(x: np.ndarray, method: str, eps: float = EPS) -> np.ndarray:
+    """The same normalization by torch.nn: BatchNorm1d (training) or LayerNorm on (rows, C)."""
+    t = torch.from_numpy(np.ascontiguousarray(x))
+    if method == "batch":
+        layer: nn.Module = nn.BatchNorm1d(
+            x.shape[1], eps=eps, affine=False, track_running_stats=False, dtype=t.dtype
+        )
+    elif method == "layer":
+        layer = nn.LayerNorm(x.shape[1], eps=eps, elementwise_affine=False, dtype=t.dtype)
+    else:
+        raise WorkedInputError(f"the worked example shows {', '.join(METHODS_SHOWN)}, not {method}")
+    with torch.no_grad():
+        return layer.train()(t).numpy()
+
+
+def method_steps(data: object, method: str, eps: float = EPS) -> MethodSteps:
+    """normalize() on the matrix as a (1, T, C) tensor, split into its statistics.
+
+    Raises:
+        WorkedInputError: a bad matrix or method.
+        NormConfigError: the method cannot run on it (BatchNorm with a single row).
+    """
+    if method not in METHODS_SHOWN:
+        raise WorkedInputError(f"the worked example shows {', '.join(METHODS_SHOWN)}, not {method}")
+    x = as_matrix(data)
+    res = normalize(torch.from_numpy(x)[None], method, "BTC", eps=eps)  # (1, T, C)
+    out = res.output[0].numpy()
+    assert res.mean is not None  # both methods shown are centred
+    mean = res.mean[0].numpy()  # (1, C) per column or (T, 1) per row
+    var = res.var[0].numpy()
+    along = pools(method)
+    view = (lambda a: a.T) if along == "column" else (lambda a: a)
+    stats = tuple(
+        Statistic(
+            index=i,
+            values=tuple(float(v) for v in row),
+            mean=float(m),
+            var=float(s),
+            outputs=tuple(float(v) for v in orow),
+        )
+        for i, (row, m, s, orow) in enumerate(
+            zip(view(x), view(mean).ravel(), view(var).ravel(), view(out), strict=True)
+        )
+    )
+    return MethodSteps(method, along, stats, out, torch_reference(x, method, eps), eps)
+
+
+# ---- moments: what each method pins down and what it leaves free -------------------
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Means and biased variances of a matrix, down its columns and along its rows."""
+
+    column_mean: np.ndarray
+    column_var: np.ndarray
+    row_mean: np.ndarray
+    row_var: np.ndarray
+
+    @classmethod
+    def of(cls, x: np.ndarray) -> Moments:
+        return cls(x.mean(0), x.var(0), x.mean(1), x.var(1))
+
+
+def controls(method: str) -> tuple[str, str]:
+    """The moments a method pins: mean 0 and variance σ²/(σ² + ε) ≈ 1 per column or row.
+
+    (A constant column or row has σ² = 0 and comes out all zeros, variance 0.)
+    """
+    along = pools(method)
+    return f"{along} means", f"{along} variances"
+
+
+def moments_table(data: object, eps: float = EPS) -> pd.DataFrame:
+    """Column and row moments of the input and of each method's output, and who controls them.
+
+    Each cell is the list of values, rounded to 3 decimals; the "pinned by" column
+    names the method that forces that moment to 0 or 1.
+    """
+    x = as_matrix(data)
+    frames = {"input": Moments.of(x)}
+    for key in METHODS_SHOWN:
+        try:
+            frames[f"after {METHODS[key].label}"] = Moments.of(method_steps(x, key, eps).output)
+        except ValueError:
+            continue  # BatchNorm with a single row: shown as an error on the page
+    rows = []
+    for what, attr in (
+        ("column means", "column_mean"),
+        ("column variances", "column_var"),
+        ("row means", "row_mean"),
+        ("row variances", "row_var"),
+    ):
+        row: dict[str, str] = {"moment": what}
+        for name, mom in frames.items():
+            row[name] = fmt_list(getattr(mom, attr))
+        row["pinned by"] = ", ".join(METHODS[k].label for k in METHODS_SHOWN if what in controls(k))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("moment")
+
+
+# ---- formatting ------------------------------------------------------------------
+
+
+def fmt(v: float, decimals: int = 3) -> str:
+    """A number rounded as the source prints it; −0.000 shows as 0.000."""
+    r = round(float(v), decimals)
+    if r == 0:
+        r = 0.0
+    if float(r).is_integer() and abs(r) < 1e6:
+        return str(int(r))
+    return f"{r:.{decimals}f}".rstrip("0").rstrip(".")
+
+
+def fmt_list(values: Sequence[float] | np.ndarray, decimals: int = 3) -> str:
+    return "[" + ", ".join(fmt(v, decimals) for v in values) + "]"
+
+
+def _tex(v: float) -> str:
+    s = fmt(v)
+    return f"({s})" if s.startswith("-") else s
+
+
+def eps_tex(eps: float) -> str:
+    """ε in LaTeX: 10^{-5} for a power of ten, else its short decimal form."""
+    if eps > 0 and float(math.log10(eps)).is_integer():
+        return f"10^{{{int(math.log10(eps))}}}"
+    return f"{eps:g}"
+
+
+def statistic_latex(stat: Statistic, eps: float = EPS) -> tuple[str, str, str]:
+    """Three LaTeX lines for one statistic: μ, σ², and the first output worked through."""
+    m = len(stat.values)
+    mu = rf"\mu = \frac{{{' + '.join(_tex(v) for v in stat.values)}}}{{{m}}} = {fmt(stat.mean)}"
+    var = (
+        r"\sigma^2 = \frac{"
+        + " + ".join(f"({_tex(v)} - {_tex(stat.mean)})^2" for v in stat.values)
+        + rf"}}{{{m}}} = {fmt(stat.var)}"
+    )
+    num = f"{_tex(stat.values[0])} - {_tex(stat.mean)}"
+    den = rf"\sqrt{{{fmt(stat.var)} + {eps_tex(eps)}}}"
+    y = rf"y_1 = \frac{{{num}}}{{{den}}} = {fmt(stat.outputs[0])}"
+    return mu, var, y
+
+
+def output_frame(x: np.ndarray, decimals: int = 3) -> pd.DataFrame:
+    """A matrix as a small table with 1-based row and column labels, rounded."""
+    rows, cols = x.shape
+    return pd.DataFrame(
+        np.round(x, decimals) + 0.0,  # + 0.0 turns −0.0 into 0.0
+        index=[f"row {i + 1}" for i in range(rows)],
+        columns=[f"col {j + 1}" for j in range(cols)],
+    )
+
+
+def source_frame() -> pd.DataFrame:
+    """The source matrix, with the column names the data editor shows."""
+    x = np.array(SOURCE_MATRIX)
+    return pd.DataFrame(x, columns=[f"col {j + 1}" for j in range(x.shape[1])])
