@@ -227,20 +227,15 @@ def settings_from_query(
     `page_names` are the current page's own parameters (not reported as unknown).
     """
     page_names = set(page_names)
-    link = any(k in SHARED for k in query)
-    lay_vals, warnings = read(query, [SHARED["layout"]], link)
-    layout = str(lay_vals["layout"])
+    vals, warnings = read(
+        query, [SHARED[n] for n in ("layout", "method", "eps", "seed", "data")], link=False
+    )
+    layout, method = str(vals["layout"]), str(vals["method"])
     lay = LAYOUTS[layout]
-    vals, more = read(query, [SHARED[n] for n in ("method", "eps", "seed", "data")], link)
-    warnings += more
-    method = str(vals["method"])
-    # shape sizes default to the layout's classroom shape; extras depend on the method
+    # sizes default to the layout's classroom shape; groups/centred are read even when
+    # the method ignores them, so switching method later keeps the link's choice
     specs = [replace(SHARED[a], default=lay.defaults[a]) for a in lay.axes]
-    if METHODS[method].grouped:
-        specs.append(SHARED["groups"])
-    if method == "custom":
-        specs.append(SHARED["centred"])
-    more_vals, more = read(query, specs, link)
+    more_vals, more = read(query, [*specs, SHARED["groups"], SHARED["centred"]], link=False)
     vals |= more_vals
     warnings += more
     axes: tuple[str, ...] = ("C",)
@@ -254,11 +249,13 @@ def settings_from_query(
                 raise NormConfigError("no axis named")
         except NormConfigError as e:
             warnings.append(f"`axes={raw_axes[:40]}` is not valid ({e}): using the default C.")
-    elif link and method == "custom":
-        warnings.append("The link does not set `axes`: using the default C.")
-    for k in ("groups", "centred"):  # kept quietly when the method ignores them
-        if k not in vals:
-            vals[k] = read(query, [SHARED[k]], False)[0][k]
+    # a link that sets some shared values but not all that this view needs
+    needed = ["layout", *lay.axes, "method", "eps", "seed", "data"]
+    needed += ["groups"] if METHODS[method].grouped else []
+    needed += ["axes", "centred"] if method == "custom" else []
+    missing = [f"`{k}`" for k in needed if k not in query]
+    if missing and any(k in SHARED for k in query):
+        warnings.append(f"The link does not set {', '.join(missing)}: using the default.")
     unknown = [k for k in query if k not in SHARED and k not in page_names]
     if unknown:
         warnings.append(

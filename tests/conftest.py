@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -80,12 +81,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[str]:
-    """`streamlit run app.py` on a free loopback port; yields its base URL."""
+@contextlib.contextmanager
+def serve(env: dict[str, str] | None = None) -> Iterator[str]:
+    """`streamlit run app.py` on a free loopback port (a fresh process); yields its URL."""
     port = _free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    log = open(ROOT / ".pytest_cache" / "server.log", "w")  # noqa: SIM115
+    (ROOT / ".pytest_cache").mkdir(exist_ok=True)
+    log = open(ROOT / ".pytest_cache" / f"server-{port}.log", "w")  # noqa: SIM115
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -101,26 +102,37 @@ def server() -> Iterator[str]:
             "true",
         ],
         cwd=ROOT,
-        env=env,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         stdout=log,
         stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            time.sleep(0.3)
-    else:
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                if time.time() > deadline or proc.poll() is not None:
+                    raise RuntimeError(f"streamlit did not start; see {log.name}") from None
+                time.sleep(0.3)
+        yield url
+    finally:
         proc.terminate()
-        raise RuntimeError("streamlit did not start; see .pytest_cache/server.log")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=20)
-    log.close()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    """One app server for the whole test session."""
+    with serve() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

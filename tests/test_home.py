@@ -70,3 +70,59 @@ def test_home_in_browser(page, server) -> None:
     assert page.get_by_text("The axis contract").count() >= 1
     screenshot(page, "home")
     assert "one formula" in texts(run_app())
+
+
+def _qp(at, key: str) -> str:
+    v = at.query_params[key]
+    return v[-1] if isinstance(v, list) else v
+
+
+def test_settings_survive_a_page_switch_and_stay_in_the_url() -> None:
+    at = run_app()
+    at.sidebar.number_input(key="B").set_value(3).run()
+    at.sidebar.selectbox(key="method").set_value("layer").run()
+    at.switch_page("pages/axes.py").run()
+    assert_clean(at)
+    assert at.session_state["B"] == 3 and at.session_state["method"] == "layer"
+    assert _qp(at, "B") == "3" and _qp(at, "method") == "layer"
+
+
+def test_layout_switch_and_custom_axes_in_the_sidebar() -> None:
+    at = run_app(
+        query={
+            "layout": "NCHW",
+            "method": "custom",
+            "axes": "C,H",
+            "N": "2",
+            "C": "6",
+            "H": "3",
+            "W": "3",
+            "centred": "0",
+            "eps": "1e-05",
+            "seed": "0",
+            "data": "channels",
+        }
+    )
+    assert_clean(at)
+    assert not at.warning
+    pills = at.sidebar.button_group[0]
+    assert list(pills.value) == ["C", "H"]
+    assert _qp(at, "axes") == "C,H" and _qp(at, "centred") == "0"
+    pills.set_value(["N", "H", "W"]).run()
+    assert _qp(at, "axes") == "N,H,W"
+    at.sidebar.radio(key="layout").set_value("BTC").run()
+    assert_clean(at)
+    assert _qp(at, "layout") == "BTC" and "H" not in at.query_params
+
+
+def test_presenter_toggle_is_there() -> None:
+    at = run_app()
+    labels = [t.label for t in at.sidebar.toggle]
+    assert any("Presenter" in label for label in labels)
+
+
+def test_a_page_run_on_its_own_is_rerouted_through_app_py() -> None:
+    """AppTest runs page files without app.py; ensure_entrypoint sends them through it."""
+    at = run_app("axes", query={"B": "3"})
+    assert_clean(at)
+    assert at.sidebar.number_input(key="B").value == 3

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import streamlit as st
 import torch
+from streamlit.runtime.pages_manager import PagesManager
 
 from normviz import LAYOUTS, METHODS, NormConfigError
 from normviz import settings as ns
@@ -158,8 +159,23 @@ def show_warnings() -> None:
         st.warning(w, icon=":material/warning:")
 
 
+def ensure_entrypoint() -> None:
+    """Rerun through app.py when Streamlit ran this page file on its own.
+
+    While Streamlit's legacy pages-folder mode is on (a pages/ folder exists and
+    no run has called st.navigation yet; AppTest switches it on before every
+    run), a page URL runs pages/<page>.py directly, without app.py: no page
+    config, sidebar or navigation. Switching that mode off and rerunning sends
+    the request through app.py, which then runs this page.
+    """
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def settings() -> ns.Settings:
     """The shared settings of this run (the sidebar has been drawn by app.py)."""
+    ensure_entrypoint()
     s = st.session_state.get(_SETTINGS)
     return s if s is not None else ns.Settings()
 
@@ -193,6 +209,7 @@ def input_tensor(s: ns.Settings) -> torch.Tensor:
 
 def page_params(page: str) -> dict[str, Any]:
     """Seed this page's own widget keys from the URL on first use; show what fell back."""
+    ensure_entrypoint()
     params = ns.PAGE_PARAMS.get(page, ())
     missing = [p for p in params if p.name not in st.session_state]
     if missing:

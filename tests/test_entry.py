@@ -1,0 +1,25 @@
+"""A fresh server whose first request is a page URL still runs through app.py."""
+
+from __future__ import annotations
+
+from conftest import assert_no_exception, serve, wait_done
+
+from ui.pages import available
+
+
+def test_first_request_to_a_page_gets_the_app_shell(browser) -> None:
+    """The shell (sidebar, title, URL) is there on a fresh server's first request."""
+    path = available()[0].path
+    with serve() as url:
+        ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+        p = ctx.new_page()
+        p.set_default_timeout(90_000)
+        p.goto(f"{url}/{path}?layout=BTC&B=3&T=5&C=4&method=layer")
+        wait_done(p, 90_000)
+        assert_no_exception(p)
+        sidebar = p.locator("[data-testid=stSidebar]")
+        assert sidebar.get_by_text("Tensor").count() >= 1
+        assert sidebar.locator("input[type=number]").first.input_value() == "3"
+        assert p.title().startswith("normviz")
+        assert "B=3" in p.url and f"/{path}" in p.url
+        ctx.close()
