@@ -43,6 +43,7 @@ MAX_SEEDS = 8
 MAX_STEPS = 500
 OUT_DIM = 4  # the regression target's size
 DIVERGE_FACTOR = 100.0  # a loss this many times the initial one counts as diverged
+STALL_FRACTION = 0.5  # a run that does not at least halve its loss counts as stalled
 
 
 class ResidualConfigError(ValueError):
@@ -234,11 +235,55 @@ class InitProfile:
     def depth(self) -> int:
         return self.config.depth
 
-    def summary(self, placement: str, what: str = "grad_norm") -> float:
-        """Median over seeds of (value at the input) / (value after the last block)."""
+    def ratio(self, placement: str, what: str = "grad_norm") -> float:
+        """Median over seeds of (value at block 0) / (value after the last block)."""
         arr = getattr(self, what)[self.placements.index(placement)]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return float(np.median(arr[:, 0] / arr[:, -1]))
+
+    def overflow_block(self, placement: str) -> int | None:
+        """The first position where some seed's activations overflowed float32, else None."""
+        arr = self.act_rms[self.placements.index(placement)]
+        bad = np.flatnonzero(~np.isfinite(arr).all(axis=0))
+        return int(bad[0]) if bad.size else None
+
+    def notes(self) -> tuple[str, ...]:
+        """What the three panels show, one sentence per placement, with this run's numbers."""
+        out = []
+        L = self.depth
+        for p in self.placements:
+            i = self.placements.index(p)
+            act = float(np.median(self.act_rms[i][:, -1]))
+            skip = self.ratio(p, "skip_grad_norm")
+            full = self.ratio(p, "grad_norm")
+            name = PLACEMENT_LABELS[p].capitalize()
+            if p == "pre":
+                out.append(
+                    f"{name}: the stream's RMS grows to {act:.3g} after {L} blocks, since every "
+                    f"block adds to it; the skip paths alone deliver the output's gradient to "
+                    f"block 0 unchanged (ratio {skip:.3g}), and the full gradient there is "
+                    f"{full:.3g}× the one at the top."
+                )
+            elif p == "post":
+                out.append(
+                    f"{name}: the stream is renormalized to RMS 1 after every block, but each "
+                    f"norm also rescales the gradient passing back through it: along the skip "
+                    f"paths alone only {skip:.2g} of the gradient reaches block 0, so block 0 "
+                    "learns only through the branches."
+                )
+            else:
+                over = self.overflow_block(p)
+                grow = (
+                    f"overflows float32 at block {over}"
+                    if over is not None
+                    else f"grows to {act:.3g} after {L} blocks"
+                )
+                out.append(
+                    f"{name}: the skip paths pass gradients straight through, but nothing "
+                    f"controls the scale: the activation RMS {grow}, and the gradient at block 0 "
+                    f"is {full:.3g}× the one at the top."
+                )
+        return tuple(out)
 
 
 def stack_statistics(
@@ -259,13 +304,22 @@ def stack_statistics(
     return np.array(rms), np.array(rows[0]), np.array(rows[1])
 
 
+StatsFn = Callable[[StackConfig, str, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+TrainFn = Callable[[StackConfig, str, float, int, int], tuple[np.ndarray, int | None]]
+
+
 def init_profile(
     cfg: StackConfig,
     seeds: tuple[int, ...] = (0, 1, 2),
     placements: tuple[str, ...] = PLACEMENTS,
     progress: Callable[[float], None] | None = None,
+    compute: StatsFn | None = None,
 ) -> InitProfile:
-    """Activation RMS and gradient norms after every block, for each placement and seed."""
+    """Activation RMS and gradient norms after every block, for each placement and seed.
+
+    `compute` replaces stack_statistics (a page passes a cached wrapper of it).
+    """
+    compute = compute or stack_statistics
     cfg.check()
     if not 1 <= len(seeds) <= MAX_SEEDS:
         raise ResidualConfigError(f"use 1 to {MAX_SEEDS} seeds, got {len(seeds)}")
@@ -274,7 +328,7 @@ def init_profile(
     total = len(placements) * len(seeds)
     for i, p in enumerate(placements):
         for j, s in enumerate(seeds):
-            act[i, j], grad[i, j], skip[i, j] = stack_statistics(cfg, p, s)
+            act[i, j], grad[i, j], skip[i, j] = compute(cfg, p, s)
             if progress is not None:
                 progress((i * len(seeds) + j + 1) / total)
     return InitProfile(cfg, tuple(placements), tuple(seeds), act, grad, skip)
@@ -302,6 +356,17 @@ class TrainRun:
 
     def diverged(self, placement: str) -> bool:
         return self.diverged_at[self.placements.index(placement)] is not None
+
+    def outcome(self, placement: str) -> str:
+        """One phrase: diverged, stalled (less than halved) or trained, with the numbers."""
+        i = self.placements.index(placement)
+        start, end = float(self.losses[i, 0]), self.final(placement)
+        at = self.diverged_at[i]
+        if at is not None:
+            return f"diverged at step {at} (loss started at {start:.3g})"
+        if not end < STALL_FRACTION * start:
+            return f"stalled: loss {start:.3g} → {end:.3g} in {self.steps} steps"
+        return f"trained: loss {start:.3g} → {end:.3g} in {self.steps} steps"
 
 
 def _check_lr(lr: float) -> float:
@@ -348,12 +413,18 @@ def train_all(
     seed: int = 0,
     placements: tuple[str, ...] = PLACEMENTS,
     progress: Callable[[float], None] | None = None,
+    train: TrainFn | None = None,
 ) -> TrainRun:
-    """train_stack for every placement, from the same initial branch weights and data."""
+    """train_stack for every placement, from the same initial branch weights and data.
+
+    `train` replaces train_stack (a page passes a cached wrapper of it).
+    """
     cfg.check()
+    lr = _check_lr(lr)
+    train = train or train_stack
     rows, div = [], []
     for i, p in enumerate(placements):
-        losses, at = train_stack(cfg, p, lr, steps, seed)
+        losses, at = train(cfg, p, lr, steps, seed)
         rows.append(losses)
         div.append(at)
         if progress is not None:
