@@ -153,6 +153,103 @@ def method_steps(data: object, method: str, eps: float = EPS) -> MethodSteps:
     return MethodSteps(method, along, stats, out, torch_reference(x, method, eps), eps)
 
 
+# ---- the source's printed numbers ------------------------------------------------------
+
+
+def source_comparison(batch: MethodSteps, layer: MethodSteps) -> pd.DataFrame:
+    """The source's printed results next to ours, rounded as it rounds (mean/var 4, row 3)."""
+    b = Moments.of(batch.output)
+    rows = [
+        ("BatchNorm: mean of each output column", SOURCE_BATCH_MEANS, b.column_mean, 4),
+        ("BatchNorm: variance of each output column", SOURCE_BATCH_VARS, b.column_var, 4),
+        ("LayerNorm: output row 1", SOURCE_LAYER_ROW0, layer.output[0], 3),
+    ]
+    return pd.DataFrame(
+        [
+            {
+                "result": what,
+                "source prints": fmt_list(src, d),
+                "normviz gives": fmt_list(ours, d),
+                "same": "yes" if np.array_equal(np.round(ours, d) + 0.0, np.array(src)) else "NO",
+            }
+            for what, src, ours, d in rows
+        ]
+    ).set_index("result")
+
+
+def is_source(x: np.ndarray) -> bool:
+    """True when the matrix is the source's example (so its printed numbers apply)."""
+    return x.shape == (2, 3) and bool(np.array_equal(x, np.array(SOURCE_MATRIX)))
+
+
+# ---- presets ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A starting matrix for the editor, and what it shows."""
+
+    label: str
+    matrix: tuple[tuple[float, ...], ...]
+    note: str
+
+
+PRESETS: dict[str, Preset] = {
+    "source": Preset(
+        "The source text's example",
+        SOURCE_MATRIX,
+        "Row 2 is row 1 plus 2 everywhere. Watch what each method keeps of that.",
+    ),
+    "scaled": Preset(
+        "Row 2 is 10 × row 1",
+        ((1.0, 2.0, 7.0), (10.0, 20.0, 70.0)),
+        "LayerNorm gives both rows the same output: it cannot see a sample's overall scale.",
+    ),
+    "constant": Preset(
+        "A constant column",
+        ((1.0, 5.0, 7.0), (3.0, 5.0, 9.0)),
+        "BatchNorm turns the constant column into zeros: its σ² is 0, only ε is left below "
+        "the fraction bar.",
+    ),
+    "wide": Preset(
+        "Three rows, four columns",
+        ((1.0, -2.0, 0.5, 4.0), (2.0, 0.0, 1.5, -1.0), (0.0, 3.0, 2.0, 2.0)),
+        "With more rows BatchNorm's columns and LayerNorm's rows hold different numbers of "
+        "values (m = 3 and m = 4).",
+    ),
+    "one_row": Preset(
+        "A single row",
+        ((1.0, 2.0, 7.0),),
+        "BatchNorm refuses in training: each column would hold one value, its own mean.",
+    ),
+}
+
+
+def preset_frame(key: str) -> pd.DataFrame:
+    """A preset as the data editor's starting table."""
+    if key not in PRESETS:
+        raise WorkedInputError(f"unknown example {key!r}: choose one of {', '.join(PRESETS)}")
+    x = np.array(PRESETS[key].matrix, dtype=np.float64)
+    return pd.DataFrame(x, columns=[f"col {j + 1}" for j in range(x.shape[1])])
+
+
+def steps_frame(steps: MethodSteps) -> pd.DataFrame:
+    """One row per statistic: its values, μ, σ² and outputs, rounded to 3 decimals."""
+    noun = steps.pools
+    return pd.DataFrame(
+        [
+            {
+                noun: f"{noun} {s.index + 1}",
+                "values": fmt_list(s.values),
+                "μ": fmt(s.mean),
+                "σ²": fmt(s.var),
+                "outputs": fmt_list(s.outputs),
+            }
+            for s in steps.stats
+        ]
+    ).set_index(noun)
+
+
 # ---- moments: what each method pins down and what it leaves free -------------------
 
 
@@ -259,9 +356,3 @@ def output_frame(x: np.ndarray, decimals: int = 3) -> pd.DataFrame:
         index=[f"row {i + 1}" for i in range(rows)],
         columns=[f"col {j + 1}" for j in range(cols)],
     )
-
-
-def source_frame() -> pd.DataFrame:
-    """The source matrix, with the column names the data editor shows."""
-    x = np.array(SOURCE_MATRIX)
-    return pd.DataFrame(x, columns=[f"col {j + 1}" for j in range(x.shape[1])])
