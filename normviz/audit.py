@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+import pandas as pd
+import safetensors.torch
 import torch
 import torch.fx as fx
 import torch.nn.functional as F
@@ -372,13 +374,14 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
         assert method is not None
         node = norm_nodes.get(n)
         placement = _placement(node, adds, memo) if node is not None else "unknown"
-        fed_by, fed_bias = None, False
+        fed_by, fed_bias, needless = None, False, False
         if node is not None and node.args and isinstance(node.args[0], fx.Node):
             src = node.args[0]
             if src.op == "call_module" and isinstance(modules[str(src.target)], WEIGHT_LAYERS):
                 fed_by = str(src.target)
-                # shared outputs keep their bias for the other consumers
-                fed_bias = modules[fed_by].bias is not None and len(src.users) == 1
+                fed_bias = modules[fed_by].bias is not None
+                # an output that also feeds something else needs its bias there
+                needless = fed_bias and len(src.users) == 1 and bias_is_needless(method)
         running = tuple(
             b
             for b in ("running_mean", "running_var", "num_batches_tracked")
@@ -400,7 +403,7 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
                 buffers_in_state_dict=all(f"{n}.{b}" in state_keys for b in running),
                 fed_by=fed_by,
                 fed_by_bias=fed_bias,
-                needless_bias=fed_bias and bias_is_needless(method),
+                needless_bias=needless,
             )
         )
     return AuditReport(name, tuple(findings), len(adds), traced, param_groups(model))
@@ -641,11 +644,70 @@ def audit_zoo_model(key: str, seed: int = 0) -> AuditReport:
     return audit(model, z.example(seed), z.label)
 
 
-def zoo_state_dict(key: str, seed: int = 0) -> dict[str, torch.Tensor]:
-    """A zoo model's state_dict (for trying the upload path without a file of your own)."""
+def zoo_state_dict(key: str, seed: int = 0, warmup: int = 0) -> dict[str, torch.Tensor]:
+    """A zoo model's state_dict, after `warmup` training-mode forward passes.
+
+    The passes move BatchNorm's running statistics as a short training run would.
+    """
+    if key not in ZOO:
+        raise AuditError(f"unknown model {key!r}: choose one of {', '.join(ZOO)}")
+    z = ZOO[key]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return {k: v.detach().clone() for k, v in ZOO[key].build().state_dict().items()}
+        model = z.build().train()
+        with torch.no_grad():
+            for i in range(warmup):
+                model(z.example(seed + 1 + i) * 2 + 1)  # data with mean 1 and std 2
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def zoo_safetensors(key: str, seed: int = 0, warmup: int = 3) -> bytes:
+    """A zoo model's state_dict as .safetensors bytes: a sample file for the upload path."""
+    tensors = zoo_state_dict(key, seed, warmup)
+    return safetensors.torch.save({k: v.contiguous() for k, v in tensors.items()})
+
+
+def findings_frame(report: AuditReport) -> pd.DataFrame:
+    """One row per normalization layer: what it is, where it sits, what it holds."""
+    return pd.DataFrame(
+        [
+            {
+                "layer": f.name,
+                "type": f.module_type,
+                "input shape": "×".join(map(str, f.input_shape)) if f.input_shape else "?",
+                "pools": f.axes,
+                "keeps apart": f.keeps,
+                "placement": f.placement,
+                "γ": "yes" if f.has_gamma else "no",
+                "β": "yes" if f.has_beta else "no",
+                "running stats": ", ".join(f.running_buffers) or "none",
+                "fed by": (f"{f.fed_by} (bias)" if f.fed_by_bias else f.fed_by) or "",
+                "needless bias": "YES" if f.needless_bias else "",
+            }
+            for f in report.findings
+        ]
+    ).set_index("layer")
+
+
+def checklist_frame(report: AuditReport) -> pd.DataFrame:
+    return pd.DataFrame(report.checklist(), columns=["check", "answer"]).set_index("check")
+
+
+def saved_norms_frame(report: StateDictReport) -> pd.DataFrame:
+    """One row per module prefix that holds normalization parameters or buffers."""
+    return pd.DataFrame(
+        [
+            {
+                "module": n.prefix or "(top level)",
+                "looks like": n.kind,
+                "parameters": ", ".join(n.params) or "none",
+                "buffers": ", ".join(n.buffers) or "none",
+                "notes": "; ".join(n.notes),
+            }
+            for n in report.norms
+        ],
+        columns=["module", "looks like", "parameters", "buffers", "notes"],
+    ).set_index("module")
 
 
 def optimizer_code(groups: ParamGroups, weight_decay: float = 0.01) -> str:

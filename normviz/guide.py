@@ -79,6 +79,10 @@ class Recommendation:
     def label(self) -> str:
         return METHODS[self.method].label
 
+    @property
+    def alt_label(self) -> str:
+        return METHODS[self.alternative].label if self.alternative else ""
+
 
 def recommend(s: Situation) -> Recommendation:
     """Walk the decision flow for a situation.
