@@ -124,7 +124,7 @@ def explorer(s: ns.Settings) -> None:
         help="Off: H·W is one axis, as in the Group Normalization paper's figure. On: every "
         "image is an H×W slab, side by side.",
     )
-    left, right = st.columns([3, 2])
+    left, right = st.columns(2)
     with left:
         st.markdown("**Block view** (drag to rotate)")
         st.plotly_chart(
@@ -138,7 +138,6 @@ def explorer(s: ns.Settings) -> None:
             key=FLAT_KEY,
             on_select=_on_flat_click,
             selection_mode="points",
-            width="content",
         )
     st.subheader("The selected group, with numbers")
     try:
@@ -245,6 +244,14 @@ def verified_code_section(s: ns.Settings) -> None:
 
 
 # ---- the page ------------------------------------------------------------------------
+
+if "_settings" not in st.session_state:
+    # A first visit to /axes on a fresh server runs this file without app.py (Streamlit's
+    # pages/ fallback, before any st.navigation call): switch that off and rerun via app.py.
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+    st.rerun()
 
 s = state.settings()
 st.title("Axis Explorer")

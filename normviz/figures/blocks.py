@@ -25,6 +25,7 @@ from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.core import AxesArg, NormConfigError, contract, group_ids
+from normviz.explore import group_slices
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS, STANDARD_METHODS
 
@@ -32,7 +33,8 @@ from normviz.methods import METHODS, STANDARD_METHODS
 PARTITION_COLOURS: tuple[str, ...] = tuple(c for c in style.PALETTE if c != style.SELECTED)
 FLAT_MAX_ROWS = 96  # rows of the flat view before capping (cells stay ≥ 7 px tall)
 FLAT_MAX_COLS = 128  # columns of the flat view before capping
-FLAT_PLOT_PX = (900, 720)  # largest plot area of the flat view, width × height
+FLAT_ROW_PX = (14, 30)  # row height range of the flat view, px
+FLAT_MAX_HEIGHT = 640  # px of grid before rows get thinner
 THUMB_LIMITS = {"sample": 4, "channel": 8, "other": 4}  # cells per axis in a thumbnail
 
 
@@ -359,12 +361,15 @@ def make_block_figure(
         )
     )
     extents = [a.extent(win.size) for a in ax3]
-    ratio = [max(0.35, e / max(extents)) for e in extents]
+    ratio = [max(0.5, e / max(extents)) for e in extents]
+    scale = 1.5 / math.hypot(*ratio)  # same on-screen size for cubes and slabs
+    ratio = [r * scale for r in ratio]
     scene_axes = {
         name: {
             "title": {"text": _axis_title(layout, shape, a)},
             "range": [-0.7, e - 0.3],
             "showbackground": False,
+            "tickfont": {"size": style.font_size(presenter) - 3},
             **_ticks(a, win),
         }
         for name, a, e in zip(("xaxis", "yaxis", "zaxis"), ax3, extents, strict=True)
@@ -380,7 +385,7 @@ def make_block_figure(
             **scene_axes,
             "aspectmode": "manual",
             "aspectratio": dict(zip("xyz", ratio, strict=True)),
-            "camera": {"eye": {"x": 1.6, "y": -1.5, "z": 0.9}},
+            "camera": {"eye": {"x": 1.45, "y": -1.4, "z": 0.75}},
         },
         legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
         uirevision=f"{layout}{shape}{split_hw}",  # keep the user's rotation across reruns
@@ -392,7 +397,7 @@ def make_block_figure(
 def _note(fig: go.Figure, win: Window) -> None:
     if win.capped:
         fig.add_annotation(
-            text=win.note(),
+            text=win.note().replace(": ", ":<br>", 1),
             xref="paper",
             yref="paper",
             x=0,
@@ -442,25 +447,28 @@ def _merged(local: np.ndarray, size: tuple[int, ...], dims: Sequence[int]) -> np
     return out
 
 
-def _flat_ticks(win: Window, dims: Sequence[int], max_ticks: int = 32) -> dict[str, list]:
+def _flat_ticks(
+    win: Window, dims: Sequence[int], max_ticks: int = 32, compact: bool = True
+) -> dict[str, list]:
+    """Ticks with real indices: every position when few, else the starts of outer blocks.
+
+    `compact=False` (narrow columns) labels only block starts of merged axes.
+    """
     axes = LAYOUTS[win.layout].axes
     n = math.prod(win.size[d] for d in dims)
-    if n <= max_ticks:
-        pos = list(range(n))
-    else:  # label the starts of the outer axis' blocks
-        inner = math.prod(win.size[d] for d in dims[1:])
-        step = max(1, math.ceil(win.size[dims[0]] / max_ticks)) if inner > 1 else None
-        pos = (
-            list(range(0, n, inner * step))
-            if step
-            else list(range(0, n, max(1, math.ceil(n / max_ticks))))
-        )
+    inner = math.prod(win.size[d] for d in dims[1:])
+    if len(dims) > 1 and (n > max_ticks or not compact):
+        step = max(1, math.ceil(win.size[dims[0]] / max_ticks))
+        pos = list(range(0, n, inner * step))
+        text = [f"{axes[dims[0]]}{win.start[dims[0]] + p // inner}" for p in pos]
+        return {"tickvals": pos, "ticktext": text}
+    pos = list(range(0, n, max(1, math.ceil(n / max_ticks))))
     text = []
     for p in pos:
         parts, rem = [], p
         for d in reversed(dims):
             rem, i = divmod(rem, win.size[d])
-            parts.append(f"{axes[d]}{win.start[d] + i}")
+            parts.append(f"{axes[d]}{win.start[d] + i}" if len(dims) > 1 else str(win.start[d] + i))
         text.append(" ".join(reversed(parts)))
     return {"tickvals": pos, "ticktext": text}
 
@@ -485,6 +493,54 @@ def _separators(win: Window, dims: Sequence[int], along: str, n_other: int) -> l
     return lines
 
 
+def _runs(lo: Sequence[int], hi: Sequence[int], size: Sequence[int]) -> list[tuple[int, int]]:
+    """Runs [start, stop) of merged positions covered by the box lo..hi of a few merged axes."""
+    runs = [(0, 1)]  # merged position range before any axis is folded in
+    for a, b, k in zip(lo, hi, size, strict=True):
+        if a == 0 and b == k:  # a full inner axis keeps every run contiguous
+            runs = [(r0 * k, r1 * k) for r0, r1 in runs]
+        else:
+            runs = [(p * k + a, p * k + b) for r0, r1 in runs for p in range(r0, r1)]
+    return runs
+
+
+def flat_group_rects(
+    win: Window, box: Sequence[slice], layout: str
+) -> list[tuple[int, int, int, int]]:
+    """The tensor box `box` as rectangles (col0, col1, row0, row1) of the flat view's cells."""
+    fl = flat_layout(layout)
+    lo, hi = [], []
+    for d, sl in enumerate(box):
+        a = max(sl.start, win.start[d]) - win.start[d]
+        b = min(sl.stop, win.start[d] + win.size[d]) - win.start[d]
+        if b <= a:
+            return []  # the group lies outside the drawn window
+        lo.append(a)
+        hi.append(b)
+    rows = _runs(
+        [lo[d] for d in fl.row_dims],
+        [hi[d] for d in fl.row_dims],
+        [win.size[d] for d in fl.row_dims],
+    )
+    cols = _runs(
+        [lo[d] for d in fl.col_dims],
+        [hi[d] for d in fl.col_dims],
+        [win.size[d] for d in fl.col_dims],
+    )
+    return [(c0, c1, r0, r1) for r0, r1 in rows for c0, c1 in cols]
+
+
+def _outline(rects: Sequence[tuple[int, int, int, int]]) -> tuple[list, list]:
+    """Closed outlines of cell rectangles, None-separated, in data coordinates."""
+    xs: list = []
+    ys: list = []
+    for c0, c1, r0, r1 in rects:
+        x0, x1, y0, y1 = c0 - 0.5, c1 - 0.5, r0 - 0.5, r1 - 0.5
+        xs += [x0, x1, x1, x0, x0, None]
+        ys += [y0, y0, y1, y1, y0, None]
+    return xs, ys
+
+
 def make_flat_figure(
     x: torch.Tensor | np.ndarray,
     method: str,
@@ -496,11 +552,12 @@ def make_flat_figure(
     partition: bool = False,
     presenter: bool = False,
 ) -> go.Figure:
-    """The tensor unfolded to a grid of square markers (clickable), the selected group outlined.
+    """The tensor unfolded to a grid of cells (clickable), the selected group outlined.
 
-    Rows are the first two axes (B·T or N·C), columns the rest (C or H·W); the
-    colour is the value of x, or in partition mode the statistic group. Every
-    marker's customdata is its tensor index, so a click names the cell.
+    Rows are the first two axes (B·T or N·C), columns the rest (C or H·W). The
+    colour (a heatmap, so cells fill any width) is the value of x, or in
+    partition mode the statistic group. Clicks land on an invisible Scatter
+    marker per cell whose customdata is the cell's tensor index.
 
     Raises:
         NormConfigError: invalid settings or a cell outside the tensor.
@@ -511,123 +568,110 @@ def make_flat_figure(
     cell = _check_cell(layout, shape, cell)
     win = flat_window(layout, shape, cell)
     fl = flat_layout(layout)
+    lay = LAYOUTS[layout]
     idx = win.indices()
     local = idx - np.asarray(win.start)
     rows = _merged(local, win.size, fl.row_dims)
     cols = _merged(local, win.size, fl.col_dims)
     n_rows = math.prod(win.size[d] for d in fl.row_dims)
     n_cols = math.prod(win.size[d] for d in fl.col_dims)
-    cell_px = int(np.clip(min(FLAT_PLOT_PX[0] / n_cols, FLAT_PLOT_PX[1] / n_rows), 4, 40))
-    ids = _ids(method, layout, shape, groups, axes, win)
-    sel_id = int(group_ids(method, layout, shape, groups, axes)[cell])
+    # cells fill the chart's width (a heatmap), rows get a height that fits the page
+    row_px = int(np.clip(FLAT_MAX_HEIGHT // n_rows, *FLAT_ROW_PX))
     vals = arr[win.slices()].reshape(-1).astype(np.float32)
-    cd = _int_array(idx)
-
-    def trace(mask: np.ndarray, **kw) -> go.Scatter:
-        return go.Scatter(
-            x=_int_array(cols[mask]),
-            y=_int_array(rows[mask]),
-            mode="markers",
-            customdata=cd[mask],
-            **kw,
-        )
-
-    fig = go.Figure()
-    everything = np.ones(len(idx), dtype=bool)
+    # win.indices() is row-major over the tensor axes, and rows/cols are the first two
+    # axes and the rest: so the values already lie in (row, col) order
+    grid = vals.reshape(n_rows, n_cols)
+    heat: dict = {"hoverinfo": "skip", "xgap": 1, "ygap": 1}
     if partition:
-        fig.add_trace(
-            trace(
-                everything,
-                uid="cells",
-                name="statistic groups",
-                marker={"symbol": "square", "size": cell_px - 1, **_partition_marker(ids)},
-                hovertemplate=_hover(layout),
-                showlegend=False,
-            )
-        )
+        ids = _ids(method, layout, shape, groups, axes, win).reshape(n_rows, n_cols)
+        part = _partition_marker(ids)
+        heat |= {
+            "z": part["color"],
+            "colorscale": part["colorscale"],
+            "zmin": part["cmin"],
+            "zmax": part["cmax"],
+            "showscale": False,
+        }
     else:
         lim = float(np.abs(vals).max()) if vals.size else 1.0
+        heat |= {
+            "z": grid,
+            "colorscale": style.DIVERGING,
+            "zmin": -lim,
+            "zmax": lim,
+            "colorbar": {"title": {"text": "x"}, "thickness": 14},
+        }
+    fig = go.Figure(go.Heatmap(uid="heat", name="x", **heat))
+    fig.add_trace(
+        go.Scatter(
+            x=_int_array(cols),
+            y=_int_array(rows),
+            mode="markers",
+            uid="cells",
+            name="cells",
+            customdata=_int_array(idx),
+            marker={"symbol": "square", "size": row_px, "color": vals, "opacity": 0},
+            selected={"marker": {"opacity": 0}},
+            unselected={"marker": {"opacity": 0}},
+            hovertemplate=_hover(layout, "<br>x = %{marker.color:.3f}"),
+            showlegend=False,
+        )
+    )
+    rects = flat_group_rects(win, group_slices(con, cell), layout)
+    sel = tuple(slice(i, i + 1) for i in cell)
+    for uid, r, colour, width, name in (
+        (
+            "group",
+            rects,
+            style.HIGHLIGHT,
+            3,
+            f"shares μ, σ² with the selected cell (m = {con.group_size:,})",
+        ),
+        ("selected", flat_group_rects(win, sel, layout), style.SELECTED, 4, "selected cell"),
+    ):
+        ox, oy = _outline(r)
         fig.add_trace(
-            trace(
-                everything,
-                uid="cells",
-                name="x",
-                marker={
-                    "symbol": "square",
-                    "size": cell_px - 1,
-                    "color": vals,
-                    "colorscale": style.DIVERGING,
-                    "cmin": -lim,
-                    "cmax": lim,
-                    "colorbar": {"title": {"text": "x"}, "thickness": 14},
-                },
-                hovertemplate=_hover(layout, "<br>x = %{marker.color:.3f}"),
-                showlegend=False,
+            go.Scatter(
+                x=ox,
+                y=oy,
+                mode="lines",
+                uid=uid,
+                name=name,
+                line={"color": colour, "width": width},
+                hoverinfo="skip",
             )
         )
-    in_group = ids == sel_id
-    fig.add_trace(
-        trace(
-            in_group,
-            uid="group",
-            name=f"shares μ, σ² with the selected cell (m = {con.group_size:,})",
-            marker={
-                "symbol": "square-open",
-                "size": cell_px - 1,
-                "color": style.HIGHLIGHT,
-                "line": {"width": max(2, cell_px // 8)},
-            },
-            hovertemplate=_hover(layout),
-        )
-    )
-    sel = (idx == np.asarray(cell)).all(axis=1)
-    fig.add_trace(
-        trace(
-            sel,
-            uid="selected",
-            name="selected cell",
-            marker={
-                "symbol": "square-open",
-                "size": cell_px + 2,
-                "color": style.SELECTED,
-                "line": {"width": max(3, cell_px // 6)},
-            },
-            hovertemplate=_hover(layout),
-        )
-    )
-    lay = LAYOUTS[layout]
     row_title = "·".join(lay.axes[d] for d in fl.row_dims)
     col_title = "·".join(lay.axes[d] for d in fl.col_dims)
-    margin = {"l": 110, "r": 30 if partition else 110, "t": 70, "b": 70}
+    blocks_of = f" (blocks of {lay.axes[fl.col_dims[-1]]})" if len(fl.col_dims) > 1 else ""
     fig.update_layout(
-        title={"text": f"Flat view: rows {row_title}, columns {col_title} (click a cell)"},
         xaxis={
-            "title": {"text": col_title},
+            "title": {"text": col_title + blocks_of},
             "range": [-0.5, n_cols - 0.5],
             "showgrid": False,
             "zeroline": False,
             "side": "top",
-            **_flat_ticks(win, fl.col_dims, max_ticks=24),
+            **_flat_ticks(win, fl.col_dims, max_ticks=24, compact=False),
         },
         yaxis={
             "title": {"text": row_title},
             "range": [n_rows - 0.5, -0.5],  # row 0 at the top, as in a matrix
             "showgrid": False,
             "zeroline": False,
-            **_flat_ticks(win, fl.row_dims),
+            **_flat_ticks(win, fl.row_dims, max_ticks=16),
         },
         shapes=_separators(win, fl.row_dims, "row", n_cols)
         + _separators(win, fl.col_dims, "col", n_rows),
-        legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
+        legend={"orientation": "h", "y": 0, "yanchor": "top"},
         clickmode="event+select",
         dragmode=False,
+        hovermode="closest",
     )
     _note(fig, win)
     style.apply(fig, presenter)
     fig.update_layout(
-        margin=margin,
-        width=n_cols * cell_px + margin["l"] + margin["r"],
-        height=n_rows * cell_px + margin["t"] + margin["b"] + 40,
+        margin={"l": 10, "r": 10, "t": 90 if win.capped else 60, "b": 10},
+        height=n_rows * row_px + (150 if win.capped else 120),
     )
     return fig
 
