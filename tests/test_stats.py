@@ -1,0 +1,438 @@
+"""normviz.stats against torch.nn: group tables, uncontrolled moments, γ/β, ε, cosine, scale."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from normviz import LAYOUTS, METHODS, STANDARD_METHODS, NormConfigError
+from normviz.data import generate
+from normviz.io import load_tensor
+from normviz.settings import EPS_CHOICES
+from normviz.stats import (
+    affine_demo,
+    affine_params,
+    channel_moments,
+    compare_methods,
+    cosine_per_vector,
+    cost_table,
+    csv_bytes,
+    eps_sweep,
+    group_table,
+    histogram,
+    npy_bytes,
+    recover_input,
+    sample_rms,
+    scale_invariance,
+    time_layer_vs_rms,
+    uncontrolled,
+)
+
+SHAPES = {"BTC": (3, 5, 8), "NCHW": (3, 4, 3, 5)}
+G = 2
+
+
+# ---- the oracle: torch.nn modules and hand-written groupings ----------------------------
+
+
+def torch_norm(
+    x: torch.Tensor,
+    method: str,
+    layout: str,
+    eps: float = 1e-5,
+    weight: np.ndarray | None = None,
+    bias: np.ndarray | None = None,
+) -> torch.Tensor:
+    """The same normalization computed by the torch.nn module a user would write."""
+    C = x.shape[LAYOUTS[layout].channel_axis]
+    btc = layout == "BTC"
+    rest = tuple(x.shape[2:]) if not btc else ()
+    if method == "batch":
+        mod: nn.Module = nn.BatchNorm1d(C, eps=eps) if btc else nn.BatchNorm2d(C, eps=eps)
+    elif method == "instance":
+        mod = (
+            nn.InstanceNorm1d(C, eps=eps, affine=True)
+            if btc
+            else nn.InstanceNorm2d(C, eps=eps, affine=True)
+        )
+    elif method == "group":
+        mod = nn.GroupNorm(G, C, eps=eps)
+    elif method == "layer":
+        mod = nn.LayerNorm((C, *rest), eps=eps)
+    else:
+        mod = nn.RMSNorm((C, *rest), eps=eps)
+    mod = mod.to(x.dtype).train()  # before the copy, so float64 γ, β stay float64
+    with torch.no_grad():
+        for name, p in (("weight", weight), ("bias", bias)):
+            if p is None or getattr(mod, name, None) is None:
+                continue
+            t = torch.as_tensor(p, dtype=x.dtype)
+            if method in ("layer", "rms") and not btc:  # (C, H, W) parameters
+                t = t.reshape(C, 1, 1).expand(C, *rest)
+            getattr(mod, name).copy_(t)
+    channel_first = METHODS[method].torch_channel_first and btc
+    inp = x.transpose(1, 2) if channel_first else x
+    with torch.no_grad():
+        out = mod(inp)
+    out = out.transpose(1, 2) if channel_first else out
+    if method == "rms" and bias is not None:  # nn.RMSNorm has no β: add it along C
+        c = LAYOUTS[layout].channel_axis
+        shape = [1] * x.ndim
+        shape[c] = C
+        out = out + torch.as_tensor(bias, dtype=x.dtype).reshape(shape)
+    return out
+
+
+def oracle_groups(t: torch.Tensor, method: str, layout: str) -> torch.Tensor:
+    """(n_groups, m): each row one statistic group, rows in the kept axes' row-major order."""
+    t = t.double()
+    if layout == "BTC":
+        B, T, C = t.shape
+        return {
+            "batch": lambda: t.permute(2, 0, 1).reshape(C, -1),
+            "layer": lambda: t.reshape(B * T, C),
+            "rms": lambda: t.reshape(B * T, C),
+            "instance": lambda: t.permute(0, 2, 1).reshape(B * C, T),
+            "group": lambda: t.permute(0, 2, 1).reshape(B * G, -1),
+        }[method]()
+    N, C = t.shape[:2]
+    return {
+        "batch": lambda: t.transpose(0, 1).reshape(C, -1),
+        "layer": lambda: t.reshape(N, -1),
+        "rms": lambda: t.reshape(N, -1),
+        "instance": lambda: t.reshape(N * C, -1),
+        "group": lambda: t.reshape(N * G, -1),
+    }[method]()
+
+
+def _kw(method: str) -> dict:
+    return {"groups": G} if METHODS[method].grouped else {}
+
+
+CASES = [(m, lay) for lay in LAYOUTS for m in STANDARD_METHODS]
+
+
+# ---- group tables --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("method", "layout"), CASES)
+def test_group_table_matches_torch(method: str, layout: str) -> None:
+    x = generate("channels", layout, SHAPES[layout], 7)
+    tab = group_table(x, method, layout, **_kw(method))
+    before = oracle_groups(x, method, layout)
+    after = oracle_groups(torch_norm(x, method, layout), method, layout)
+    df = tab.table
+    assert tab.n_groups == len(df) == before.shape[0]
+    assert tab.group_size == before.shape[1] and (df["count"] == before.shape[1]).all()
+    np.testing.assert_allclose(df["mean before"], before.mean(1), atol=1e-6)
+    np.testing.assert_allclose(df["variance before"], before.var(1, correction=0), rtol=1e-5)
+    np.testing.assert_allclose(df["mean after"], after.mean(1), atol=1e-5)
+    np.testing.assert_allclose(df["variance after"], after.var(1, correction=0), atol=1e-4)
+    if METHODS[method].centred:
+        assert "mean square after" not in df
+        assert (df["mean after"].abs() < 1e-5).all()
+        assert ((df["variance after"] - 1).abs() < 1e-3).all()
+    else:
+        np.testing.assert_allclose(df["mean square after"], after.square().mean(1), atol=1e-4)
+        assert ((df["mean square after"] - 1).abs() < 1e-3).all()
+    # the summary is the min/max over every group
+    for col in tab.summary.columns:
+        assert tab.summary.loc["min", col] == pytest.approx(df[col].min())
+        assert tab.summary.loc["max", col] == pytest.approx(df[col].max())
+
+
+def test_group_table_names_the_groups() -> None:
+    x = generate("normal", "BTC", (2, 3, 4), 0)
+    layer = group_table(x, "layer", "BTC").table
+    assert list(layer.columns[:2]) == ["B", "T"]
+    assert list(zip(layer["B"], layer["T"], strict=True)) == [
+        (b, t) for b in (0, 1) for t in (0, 1, 2)
+    ]
+    grp = group_table(x, "group", "BTC", groups=2)
+    assert grp.axes == ("T", "C/G") and grp.kept == ("B", "G")
+    assert list(grp.table.columns[:2]) == ["B", "G"]
+    batch = group_table(generate("normal", "NCHW", (2, 3, 2, 2), 0), "batch", "NCHW")
+    assert list(batch.table["C"]) == [0, 1, 2] and batch.axes == ("N", "H", "W")
+
+
+def test_group_table_custom_axes() -> None:
+    x = generate("channels", "BTC", (3, 4, 5), 1)
+    tab = group_table(x, "custom", "BTC", axes=("B",), centred=False)
+    rows = x.double().permute(1, 2, 0).reshape(20, 3)  # one group per (T, C), pooled over B
+    y = rows / torch.sqrt(rows.square().mean(1, keepdim=True) + 1e-5)
+    np.testing.assert_allclose(tab.table["mean square after"], y.square().mean(1), atol=1e-5)
+    assert tab.kept == ("T", "C")
+
+
+def test_group_table_caps_the_csv_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    import normviz.stats as ns
+
+    monkeypatch.setattr(ns, "CSV_ROWS", 10)
+    tab = group_table(generate("normal", "BTC", (4, 6, 8), 0), "layer", "BTC")
+    assert len(tab.table) == 10 and tab.n_groups == 24 and len(tab.head) == 10
+
+
+def test_group_table_refuses_what_cannot_run() -> None:
+    with pytest.raises(NormConfigError, match="divisible"):
+        group_table(torch.zeros(2, 3, 8), "group", "BTC", groups=3)
+
+
+# ---- the moments a method leaves alone ------------------------------------------------
+
+
+def test_after_layernorm_the_feature_means_over_the_batch_are_not_zero() -> None:
+    x = generate("channels", "BTC", (4, 6, 8), 0)
+    df = uncontrolled(x, "layer", "BTC")
+    y = torch_norm(x, "layer", "BTC").double()
+    feature_means = y.mean(dim=(0, 1))  # BatchNorm's groups, computed by hand
+    row = df.loc["BatchNorm"]
+    assert row["largest |mean|"] == pytest.approx(float(feature_means.abs().max()), rel=1e-5)
+    assert row["what holds"] == "neither" and row["this method"] == ""
+    own = df.loc["LayerNorm / RMSNorm"]
+    assert own["what holds"] == "mean 0 and variance 1" and own["this method"] == "◀"
+
+
+def test_after_batchnorm_a_token_is_not_standardized() -> None:
+    x = generate("channels", "BTC", (4, 6, 8), 0)
+    df = uncontrolled(x, "batch", "BTC")
+    y = torch_norm(x, "batch", "BTC").double()
+    tok = y.var(dim=2, correction=0)  # one token's features
+    row = df.loc["LayerNorm / RMSNorm"]
+    assert row["variance min"] == pytest.approx(float(tok.min()), rel=1e-5)
+    assert row["variance max"] == pytest.approx(float(tok.max()), rel=1e-5)
+    assert row["what holds"] == "neither"
+    assert df.loc["BatchNorm", "what holds"] == "mean 0 and variance 1"
+
+
+def test_instance_norm_also_standardizes_batchnorms_groups() -> None:
+    """Equal-size groups with mean 0, variance 1 pool to mean 0, variance 1: read off numbers."""
+    df = uncontrolled(generate("channels", "NCHW", (3, 4, 5, 5), 0), "instance", "NCHW")
+    assert df.loc["BatchNorm", "what holds"] == "mean 0 and variance 1"
+    assert df.loc["BatchNorm", "this method"] == ""
+    assert df.loc["InstanceNorm", "this method"] == "◀"
+
+
+def test_rms_holds_the_mean_square_only() -> None:
+    df = uncontrolled(generate("channels", "BTC", (4, 6, 8), 0), "rms", "BTC")
+    assert df.loc["LayerNorm / RMSNorm", "what holds"] == "mean square 1"
+
+
+def test_views_follow_the_registry_and_skip_an_impossible_groupnorm() -> None:
+    x = generate("normal", "NCHW", (2, 6, 3, 3), 0)
+    assert "GroupNorm" in uncontrolled(x, "batch", "NCHW", view_groups=3).index
+    assert "GroupNorm" not in uncontrolled(x, "batch", "NCHW", view_groups=4).index
+    # G = 1 groups exactly like LayerNorm in NCHW: one row, both names
+    one = uncontrolled(x, "batch", "NCHW", view_groups=1)
+    assert "LayerNorm / GroupNorm / RMSNorm" in one.index
+
+
+# ---- histograms and all methods -------------------------------------------------------
+
+
+def test_histogram_counts_every_value_and_keeps_nan_apart() -> None:
+    x = torch.randn(10_000, dtype=torch.float64)
+    x[:7] = float("nan")
+    h = histogram(x, bins=30)
+    finite = x[7:].numpy()
+    counts, edges = np.histogram(finite, bins=30, range=(finite.min(), finite.max()))
+    np.testing.assert_array_equal(h.counts, counts)
+    np.testing.assert_allclose(h.edges, edges)
+    assert h.n == finite.size and h.n_nonfinite == 7
+    assert h.mean == pytest.approx(finite.mean()) and h.std == pytest.approx(finite.std())
+    const = histogram(torch.full((5,), 2.0))
+    assert const.counts.sum() == 5 and const.edges[0] < 2 < const.edges[-1]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_compare_methods_matches_torch(layout: str) -> None:
+    x = generate("outliers", layout, SHAPES[layout], 3)
+    comp = compare_methods(x, layout, groups=G)
+    assert set(comp.outputs) == set(STANDARD_METHODS) and not comp.refused
+    edges = comp.outputs["batch"].edges
+    for key, h in comp.outputs.items():
+        np.testing.assert_allclose(h.edges, edges)  # one shared x-range
+        ref = torch_norm(x, key, layout).numpy()
+        counts, _ = np.histogram(ref, bins=edges)
+        assert abs(counts - h.counts).sum() <= 2  # a value on a bin edge may fall either way
+        assert h.n == x.numel()
+    assert comp.input.n == x.numel()
+
+
+def test_compare_methods_reports_what_cannot_run() -> None:
+    comp = compare_methods(torch.randn(2, 1, 6), "BTC", groups=4)
+    assert set(comp.refused) == {"instance", "group"}
+    assert "divisible" in comp.refused["group"] and "more than 1" in comp.refused["instance"]
+
+
+# ---- γ and β -------------------------------------------------------------------------
+
+
+def test_affine_params() -> None:
+    w, b = affine_params("scalar", 4, 2.0, -1.0)
+    assert (w == 2).all() and (b == -1).all()
+    w, b = affine_params("per-channel", 5, 2.0, 1.0)
+    np.testing.assert_allclose(w, [1, 1.5, 2, 2.5, 3])
+    np.testing.assert_allclose(b, [0, 0.5, 1, 1.5, 2])
+    assert affine_params("per-channel", 1, 2.0, 1.0)[0].tolist() == [2.0]
+    with pytest.raises(ValueError, match="unknown"):
+        affine_params("matrix", 3, 1.0, 0.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("method", "layout"), CASES)
+def test_affine_demo_matches_torch(method: str, layout: str) -> None:
+    x = generate("channels", layout, SHAPES[layout], 2)
+    demo = affine_demo(x, method, layout, "per-channel", 2.0, 0.5, **_kw(method))
+    ref = torch_norm(x, method, layout, weight=demo.weight, bias=demo.bias)
+    moments = channel_moments(ref, layout)
+    np.testing.assert_allclose(demo.channels["mean"], moments["mean"], atol=1e-5)
+    np.testing.assert_allclose(demo.channels["std"], moments["std"], atol=1e-4)
+    np.testing.assert_allclose(demo.channels["γ"], demo.weight)
+    assert demo.after.n == demo.before.n == x.numel()
+    if method == "batch":  # per-channel groups: each channel lands exactly on its β, γ
+        np.testing.assert_allclose(demo.channels["mean"], demo.bias, atol=1e-5)
+        np.testing.assert_allclose(demo.channels["std"], demo.weight, rtol=1e-3)
+
+
+def test_channel_moments_against_torch() -> None:
+    x = generate("channels", "NCHW", (3, 4, 2, 2), 0).double()
+    df = channel_moments(x, "NCHW")
+    np.testing.assert_allclose(df["mean"], x.mean(dim=(0, 2, 3)), atol=1e-9)
+    np.testing.assert_allclose(df["std"], x.std(dim=(0, 2, 3), correction=0), atol=1e-9)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_recover_input_with_torch_batchnorm(layout: str) -> None:
+    x = generate("channels", layout, SHAPES[layout], 5)
+    rec = recover_input(x, layout, eps=1e-5)
+    assert rec.max_abs_diff < 1e-9 * max(1.0, rec.max_abs_x)
+    assert rec.max_abs_diff < rec.max_abs_diff_sigma  # leaving ε out costs a little
+    ref = torch_norm(x.double(), "batch", layout, weight=rec.gamma, bias=rec.beta)
+    assert float((ref - x.double()).abs().max()) < 1e-9 * rec.max_abs_x
+
+
+def test_only_per_channel_statistics_can_be_undone() -> None:
+    with pytest.raises(NormConfigError, match="one value per channel"):
+        recover_input(torch.randn(2, 3, 4), "BTC", method="layer")
+
+
+# ---- ε -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "layout"), [("layer", "BTC"), ("group", "NCHW"), ("rms", "BTC")]
+)
+def test_eps_sweep_matches_torch_at_every_eps(method: str, layout: str) -> None:
+    lay = LAYOUTS[layout]
+    x = generate("constant", layout, tuple(lay.defaults[a] for a in lay.axes), 0)
+    sweep = eps_sweep(x, method, layout, **_kw(method))
+    assert list(sweep.eps) == sorted(EPS_CHOICES)
+    assert sweep.zero_groups >= 1
+    for i, eps in enumerate(sweep.eps):
+        y = torch_norm(x, method, layout, eps=float(eps))
+        assert int(torch.isnan(y).sum()) == sweep.nan_values[i]
+        rows = oracle_groups(y, method, layout)
+        live = oracle_groups(x, method, layout).var(1) > 0
+        m = rows[live].var(1, correction=0) if METHODS[method].centred else None
+        if m is None:
+            m = rows[live].square().mean(1)
+        assert float(m.min()) == pytest.approx(sweep.var_after_min[i], abs=1e-4)
+        assert float(m.max()) == pytest.approx(sweep.var_after_max[i], abs=1e-4)
+    assert sweep.nan_values[0] == sweep.zero_groups * sweep.group_size
+
+
+def test_eps_sweep_without_constant_groups_has_no_nan() -> None:
+    sweep = eps_sweep(generate("channels", "BTC", (4, 6, 8), 0), "batch", "BTC")
+    assert sweep.zero_groups == 0 and (sweep.nan_values == 0).all()
+    assert sweep.var_after_max[-1] < 1  # ε = 1 shrinks even the widest group
+
+
+# ---- RMSNorm vs LayerNorm ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_cosine_per_vector_against_torch(layout: str) -> None:
+    x = generate("channels", layout, SHAPES[layout], 4)
+    cmp = cosine_per_vector(x, layout)
+    flat = x.reshape(-1, x.shape[-1]) if layout == "BTC" else x.reshape(x.shape[0], -1)
+    for key, got in (("layer", cmp.layer), ("rms", cmp.rms)):
+        y = torch_norm(x, key, layout)
+        y = y.reshape(-1, y.shape[-1]) if layout == "BTC" else y.reshape(y.shape[0], -1)
+        want = nn.functional.cosine_similarity(flat.double(), y.double(), dim=1)
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    np.testing.assert_allclose(cmp.rms, 1.0, atol=1e-5)
+    assert (cmp.layer < 1 - 1e-4).any()
+    # LayerNorm's cosine is σ / sqrt(σ² + μ²) = 1 / sqrt(1 + (μ/σ)²)
+    mu, var = flat.double().mean(1), flat.double().var(1, correction=0)
+    np.testing.assert_allclose(cmp.layer, torch.sqrt(var / (var + mu**2)), atol=1e-4)
+    assert cmp.vector_axes == (("C",) if layout == "BTC" else ("C", "H", "W"))
+
+
+def test_cosine_leaves_out_zero_vectors() -> None:
+    x = generate("constant", "BTC", (3, 4, 8), 0)  # the last sample is all zeros
+    cmp = cosine_per_vector(x, "BTC")
+    assert cmp.zero_vectors == 4 and cmp.layer.size == cmp.rms.size == 8
+    assert np.isfinite(cmp.layer).all()
+
+
+def test_cost_table_and_timing() -> None:
+    costs = cost_table("BTC", (4, 6, 8))
+    assert list(costs.index) == ["LayerNorm", "RMSNorm"]
+    assert costs.loc["RMSNorm", "learned parameters"] == "γ only"
+    t = time_layer_vs_rms(torch.randn(2, 3, 8), "BTC", repeats=1)
+    assert t.layer > 0 and t.rms > 0 and t.ratio > 0
+    assert time_layer_vs_rms(torch.randn(2, 3, 4, 4), "NCHW", repeats=1).layer > 0
+
+
+# ---- per-sample scale ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_scale_invariance_against_torch(layout: str) -> None:
+    x = generate("channels", layout, SHAPES[layout], 6)
+    df = scale_invariance(x, layout, groups=G, factor=10.0)
+    scaled = x.clone()
+    scaled[0] *= 10
+    for key in STANDARD_METHODS:
+        d = (torch_norm(scaled, key, layout) - torch_norm(x, key, layout)).abs()
+        row = df.loc[METHODS[key].label]
+        assert row["scaled sample: max |Δy|"] == pytest.approx(float(d[0].max()), abs=2e-5)
+        assert row["other samples: max |Δy|"] == pytest.approx(float(d[1:].max()), abs=2e-5)
+        # the registry's flag and the numbers agree
+        assert row["uses other samples"] == ("yes" if METHODS[key].batch_dependent else "no")
+        moved = row["other samples: max |Δy|"] > 1e-3
+        assert moved == METHODS[key].batch_dependent
+        if not METHODS[key].batch_dependent:
+            assert row["scaled sample: max |Δy|"] < 1e-2  # only ε tells ×1 from ×10
+
+
+def test_scale_invariance_with_one_sample_and_refusals() -> None:
+    df = scale_invariance(torch.randn(1, 1, 6), "BTC", groups=4)
+    assert "cannot run" in df.loc["GroupNorm", "note"]
+    assert "cannot run" in df.loc["BatchNorm", "note"]  # one value per channel
+    assert df.loc["LayerNorm", "note"] == "only one sample"
+
+
+def test_layernorm_forgets_the_per_sample_scale() -> None:
+    x = generate("sample_scale", "BTC", (5, 6, 8), 0)
+    y = torch_norm(x, "layer", "BTC")
+    df = sample_rms(x, y, "BTC")
+    assert df["RMS before"].iloc[-1] / df["RMS before"].iloc[0] == pytest.approx(100, rel=1e-4)
+    np.testing.assert_allclose(df["RMS after"], 1.0, atol=1e-3)  # ε: σ²/(σ² + ε)
+    np.testing.assert_allclose(y[0].numpy(), y[-1].numpy(), atol=1e-3)  # same output, up to ε
+
+
+# ---- downloads -----------------------------------------------------------------------
+
+
+def test_downloads_round_trip() -> None:
+    y = torch.randn(2, 3, 4)
+    np.testing.assert_array_equal(load_tensor(npy_bytes(y), "out.npy").numpy(), y.numpy())
+    tab = group_table(generate("normal", "BTC", (2, 3, 4), 0), "layer", "BTC")
+    back = pd.read_csv(io.BytesIO(csv_bytes(tab.table)))
+    assert list(back.columns) == list(tab.table.columns)
+    np.testing.assert_allclose(back["variance after"], tab.table["variance after"])
