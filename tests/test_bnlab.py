@@ -1,0 +1,547 @@
+"""The BatchNorm lab: every statistic and output against nn.BatchNorm fed the same batches."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from normviz import LAYOUTS, NormConfigError, RunningStats, bnlab
+from normviz.data import generate
+from normviz.figures import batchnorm as figs
+
+SMALL = {
+    "BTC": bnlab.LabSetup(layout="BTC", sample_shape=(5, 6), batch_size=4, steps=30),
+    "NCHW": bnlab.LabSetup(layout="NCHW", sample_shape=(3, 2, 3), batch_size=3, steps=30),
+}
+CONVENTIONS = [
+    ("pytorch", 0.1),
+    ("pytorch", 0.3),
+    ("keras", 0.9),
+    ("keras", 0.99),
+    ("cumulative", 0.1),
+]
+
+
+def _torch_bn(setup: bnlab.LabSetup, momentum: float | None) -> nn.Module:
+    """The torch module a user would write for this layout."""
+    cls = nn.BatchNorm1d if setup.layout == "BTC" else nn.BatchNorm2d
+    return cls(setup.C, eps=setup.eps, momentum=momentum)
+
+
+def _cf(x: torch.Tensor, layout: str) -> torch.Tensor:
+    """Channels first, as torch's BatchNorm wants them (written out here, not via bnlab)."""
+    return x.transpose(1, 2) if layout == "BTC" else x
+
+
+def _channel_dims(layout: str) -> tuple[int, ...]:
+    """Dims of a channel-first tensor that a channel's statistics pool over."""
+    return (0, 2) if layout == "BTC" else (0, 2, 3)
+
+
+def _batches(setup: bnlab.LabSetup) -> list[torch.Tensor]:
+    ds = bnlab.make_dataset(setup)
+    idx = bnlab.batch_indices(bnlab.TRAIN_SAMPLES, setup.batch_size, setup.steps, setup.seed)
+    return [ds.train[i] for i in idx]
+
+
+# ---- settings and helpers --------------------------------------------------------------
+
+
+def test_conventions_and_memory() -> None:
+    assert bnlab.convert_momentum(0.1, "pytorch", "keras") == pytest.approx(0.9)
+    assert bnlab.convert_momentum(0.99, "keras", "pytorch") == pytest.approx(0.01)
+    assert bnlab.convert_momentum(0.1, "pytorch", "cumulative") == 0.1
+    assert bnlab.memory_steps(0.1, "pytorch") == pytest.approx(10)
+    assert bnlab.memory_steps(0.99, "keras") == pytest.approx(100)
+    assert bnlab.memory_steps(0.5, "cumulative") is None
+    assert bnlab.memory_steps(0.0, "pytorch") == float("inf")
+    assert bnlab.twin_convention("pytorch") == "keras"
+    assert bnlab.twin_convention("cumulative") is None
+    assert bnlab.torch_momentum(0.9, "keras") == pytest.approx(0.1)
+    assert bnlab.torch_momentum(0.9, "cumulative") is None
+    rs = bnlab.new_running(3, 0.5, "cumulative")
+    assert rs.momentum is None and rs.convention == "pytorch"
+
+
+def test_check_explains_what_to_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(NormConfigError, match="more than 1 value per channel"):
+        bnlab.check(bnlab.LabSetup(sample_shape=(1, 4), batch_size=1))
+    with pytest.raises(NormConfigError, match="unknown convention"):
+        bnlab.check(bnlab.LabSetup(convention="tf"))
+    with pytest.raises(NormConfigError, match="momentum must be between 0 and 1"):
+        bnlab.check(bnlab.LabSetup(momentum=1.5))
+    monkeypatch.setenv("NORMVIZ_MAX_ELEMENTS", "10000")
+    with pytest.raises(NormConfigError, match=r"over the app's cap of 10,000: make T or C smaller"):
+        bnlab.check(bnlab.LabSetup())
+    monkeypatch.delenv("NORMVIZ_MAX_ELEMENTS")
+    with pytest.raises(NormConfigError, match="lower the steps or the batch size"):
+        bnlab.check(bnlab.LabSetup(sample_shape=(50, 16), batch_size=256, steps=2000))
+    bnlab.check(bnlab.LabSetup(sample_shape=(2, 4), batch_size=1))  # 1·2 values: fine
+
+
+def test_batch_indices_are_shuffled_epochs() -> None:
+    idx = bnlab.batch_indices(10, 3, 7, seed=1)
+    assert idx.shape == (7, 3)
+    for epoch in (idx[:3], idx[3:6]):  # 3 full batches per epoch, no repeats inside one
+        assert len(set(epoch.reshape(-1).tolist())) == 9
+    assert torch.equal(idx, bnlab.batch_indices(10, 3, 7, seed=1))
+    with pytest.raises(NormConfigError, match="more than the 10 samples"):
+        bnlab.batch_indices(10, 11, 1, 0)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_dataset_truth_is_the_whole_training_set(layout: str) -> None:
+    setup = SMALL[layout]
+    ds = bnlab.make_dataset(setup)
+    x = _cf(ds.train, layout).double()
+    assert torch.allclose(ds.mean.double(), x.mean(_channel_dims(layout)), atol=1e-5)
+    assert torch.allclose(
+        ds.var.double(), x.var(_channel_dims(layout), correction=0), rtol=1e-4, atol=1e-6
+    )
+
+
+# ---- many batches at once equal one nn.BatchNorm call per batch --------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_normalize_batches_equals_torch_per_batch(layout: str) -> None:
+    setup = SMALL[layout]
+    batches = torch.stack(_batches(setup)[:7])
+    run = bnlab.normalize_batches(batches, layout, setup.eps)
+    assert run.n == setup.n
+    for s in range(len(batches)):
+        bn = _torch_bn(setup, 0.1).train()
+        y = bn(_cf(batches[s], layout))
+        torch.testing.assert_close(_cf(run.output[s], layout), y, atol=2e-5, rtol=1e-5)
+        var, mean = torch.var_mean(_cf(batches[s], layout), _channel_dims(layout), correction=0)
+        torch.testing.assert_close(run.mean[s], mean, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(run.var[s], var, atol=1e-5, rtol=1e-4)
+
+
+# ---- 1. running statistics ------------------------------------------------------------------
+
+
+def _keras_reference(batches: list[torch.Tensor], layout: str, m: float) -> tuple:
+    """Keras 3's update written out: new = m·old + (1 − m)·batch, biased batch variance."""
+    C = batches[0].shape[LAYOUTS[layout].channel_axis]
+    mean, var = torch.zeros(C), torch.ones(C)
+    means, vars_ = [], []
+    for x in batches:
+        v, mu = torch.var_mean(_cf(x, layout), _channel_dims(layout), correction=0)
+        mean = m * mean + (1 - m) * mu
+        var = m * var + (1 - m) * v
+        means.append(mean)
+        vars_.append(var)
+    return torch.stack(means), torch.stack(vars_)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize(("convention", "momentum"), CONVENTIONS)
+def test_running_trace_equals_torch(layout: str, convention: str, momentum: float) -> None:
+    setup = SMALL[layout].with_(convention=convention, momentum=momentum)
+    tr = bnlab.running_trace(setup)
+    batches = _batches(setup)
+    # the running mean of every convention is nn.BatchNorm's at the equivalent momentum
+    bn = _torch_bn(setup, bnlab.torch_momentum(momentum, convention)).train()
+    torch_mean, torch_var = [], []
+    for x in batches:
+        bn(_cf(x, layout))
+        torch_mean.append(bn.running_mean.clone())
+        torch_var.append(bn.running_var.clone())
+    np.testing.assert_allclose(tr.running_mean, torch.stack(torch_mean).numpy(), atol=2e-5)
+    if convention == "keras":
+        k_mean, k_var = _keras_reference(batches, layout, momentum)
+        np.testing.assert_allclose(tr.running_mean, k_mean.numpy(), atol=2e-5)
+        np.testing.assert_allclose(tr.running_var, k_var.numpy(), rtol=1e-4, atol=2e-5)
+        # its PyTorch twin is nn.BatchNorm itself, and both trace the same mean
+        assert tr.twin == "pytorch"
+        np.testing.assert_allclose(
+            tr.twin_var, torch.stack(torch_var).numpy(), rtol=1e-4, atol=2e-5
+        )
+        np.testing.assert_allclose(tr.twin_mean, tr.running_mean, atol=1e-5)
+    else:
+        np.testing.assert_allclose(
+            tr.running_var, torch.stack(torch_var).numpy(), rtol=1e-4, atol=2e-5
+        )
+        assert tr.final.num_batches_tracked == int(bn.num_batches_tracked)
+    if convention == "pytorch":
+        k_mean, k_var = _keras_reference(batches, layout, 1 - momentum)
+        np.testing.assert_allclose(tr.twin_mean, k_mean.numpy(), atol=2e-5)
+        np.testing.assert_allclose(tr.twin_var, k_var.numpy(), rtol=1e-4, atol=2e-5)
+    if convention == "cumulative":
+        assert tr.twin is None and tr.twin_var is None and tr.memory is None
+        # the cumulative average is the plain mean of the batch means
+        np.testing.assert_allclose(tr.running_mean[-1], tr.batch_mean.mean(0), atol=2e-5)
+    # batch statistics: what normalized each batch (biased variance)
+    for s in (0, len(batches) - 1):
+        v, mu = torch.var_mean(_cf(batches[s], layout), _channel_dims(layout), correction=0)
+        np.testing.assert_allclose(tr.batch_mean[s], mu.numpy(), atol=1e-5)
+        np.testing.assert_allclose(tr.batch_var[s], v.numpy(), rtol=1e-4, atol=1e-6)
+    assert tr.n == setup.n
+    assert tr.bessel == pytest.approx(setup.n / (setup.n - 1))
+
+
+def test_running_converges_to_the_training_set() -> None:
+    setup = bnlab.LabSetup(batch_size=64, steps=300, momentum=0.05)
+    tr = bnlab.running_trace(setup)
+    sd = np.sqrt(tr.true_var)
+    assert np.all(np.abs(tr.running_mean[-1] - tr.true_mean) < 0.2 * sd)
+    assert np.all(np.abs(tr.running_var[-1] / tr.true_var - 1) < 0.25)
+
+
+# ---- 2. biased vs unbiased ---------------------------------------------------------------------
+
+
+def test_bessel_matches_torch_variances() -> None:
+    ns = (2, 3, 8)
+    res = bnlab.bessel(seed=3, ns=ns)
+    for i, n in enumerate(ns):
+        x = generate("normal", "BTC", (n, 1, bnlab.BESSEL_REPEATS), 3 + n)[:, 0, :]  # (n, R)
+        assert res.biased[i] == pytest.approx(
+            x.double().var(0, correction=0).mean().item(), rel=1e-5
+        )
+        assert res.unbiased[i] == pytest.approx(
+            x.double().var(0, correction=1).mean().item(), rel=1e-5
+        )
+        assert res.biased[i] / res.unbiased[i] == pytest.approx((n - 1) / n, rel=1e-5)
+    np.testing.assert_allclose(res.factor, np.asarray(ns) / (np.asarray(ns) - 1))
+    # averaged over 8192 batches the bias shows: biased ≈ (n − 1)/n of the true σ² = 1
+    assert res.biased[0] < 0.6 and res.unbiased[0] > 0.9
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_one_value_refused_in_training_fine_in_eval(layout: str) -> None:
+    setup = SMALL[layout]
+    tr = bnlab.running_trace(setup)
+    one = bnlab.one_value(setup, tr.final)
+    assert "more than 1 value per channel" in one.refusal
+    shape = (1, 1, setup.C) if layout == "BTC" else (1, setup.C, 1, 1)
+    x = torch.from_numpy(one.x).float().reshape(shape)
+    bn = _torch_bn(setup, 0.1)
+    with pytest.raises(ValueError, match="Expected more than 1 value per channel"):
+        bn.train()(_cf(x, layout))
+    bn.running_mean.copy_(tr.final.mean)
+    bn.running_var.copy_(tr.final.var)
+    y = bn.eval()(_cf(x, layout))
+    np.testing.assert_allclose(one.eval_output, y.reshape(-1).detach().numpy(), atol=1e-5)
+
+
+# ---- 3. train/eval gap vs batch size --------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_gap_sweep_equals_torch(layout: str) -> None:
+    setup = SMALL[layout].with_(steps=12)
+    sizes = (2, 8)
+    sweep = bnlab.gap_sweep(setup, sizes)
+    ds = bnlab.make_dataset(setup)
+    for i, b in enumerate(sizes):
+        bn = _torch_bn(setup, 0.1).train()
+        for rows in bnlab.batch_indices(bnlab.TRAIN_SAMPLES, b, setup.steps, setup.seed):
+            bn(_cf(ds.train[rows], layout))
+        held = ds.held_out[: (bnlab.HELD_OUT // b) * b]
+        y_train = torch.cat(
+            [
+                F.batch_norm(_cf(held[j : j + b], layout), None, None, training=True, eps=setup.eps)
+                for j in range(0, len(held), b)
+            ]
+        )
+        with torch.no_grad():
+            y_eval = bn.eval()(_cf(held, layout))
+        assert sweep.gap[i] == pytest.approx((y_train - y_eval).abs().mean().item(), rel=1e-4)
+        v, mu = torch.var_mean(y_eval.double(), _channel_dims(layout), correction=0)
+        assert sweep.eval_var[i] == pytest.approx(v.mean().item(), rel=1e-4)
+        assert sweep.eval_mean[i] == pytest.approx(mu.abs().mean().item(), rel=1e-3, abs=1e-6)
+    assert sweep.gap[0] > sweep.gap[1]  # smaller batches: larger gap (same data, same steps)
+
+
+def test_gap_sweep_marks_refused_sizes() -> None:
+    setup = bnlab.LabSetup(sample_shape=(1, 4), batch_size=2, steps=5)
+    sweep = bnlab.gap_sweep(setup, (1, 2, 4))
+    assert sweep.refused == (1,)
+    assert np.isnan(sweep.gap[0]) and np.isfinite(sweep.gap[1:]).all()
+
+
+# ---- 4. distribution shift ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_shift_sweep_equals_torch(layout: str) -> None:
+    setup = SMALL[layout]
+    tr = bnlab.running_trace(setup)
+    res = bnlab.shift_sweep(setup, tr.final, shift=1.5, scale=2.0, groups=3)
+    ds = bnlab.make_dataset(setup)
+    C = setup.C
+    view = (1, 1, C) if layout == "BTC" else (1, C, 1, 1)
+    mu, sd = ds.mean.reshape(view), ds.var.sqrt().reshape(view)
+    x = mu + 2.0 * (ds.held_out - mu) + 1.5 * sd
+    bn = _torch_bn(setup, 0.1)
+    bn.running_mean.copy_(tr.final.mean)
+    bn.running_var.copy_(tr.final.var)
+    ln = nn.LayerNorm(C if layout == "BTC" else tuple(setup.sample_shape), eps=setup.eps)
+    gn = nn.GroupNorm(res.groups, C, eps=setup.eps)
+    with torch.no_grad():
+        outs = {"batch": bn.eval()(_cf(x, layout)), "layer": ln(x), "group": gn(_cf(x, layout))}
+    assert res.groups == 3 and res.methods == ("batch", "layer", "group")
+    for i, m in enumerate(res.methods):
+        y = outs[m].double()
+        assert res.current_mean[i] == pytest.approx(y.mean().item(), abs=1e-5)
+        assert res.current_var[i] == pytest.approx(y.var(correction=0).item(), rel=1e-4)
+    # BatchNorm drifts to ≈ (shift, scale²); per-sample methods stay at (0, 1)
+    assert res.current_mean[0] > 1.0 and res.current_var[0] > 3.0
+    np.testing.assert_allclose(res.current_mean[1:], 0.0, atol=1e-5)
+    np.testing.assert_allclose(res.current_var[1:], 1.0, atol=1e-3)
+
+
+def test_comparison_groups() -> None:
+    assert bnlab.comparison_groups(8, 2) == 2
+    assert bnlab.comparison_groups(6, 4) == 3
+    assert bnlab.comparison_groups(7, 4) == 1
+    assert bnlab.comparison_groups(4, 99) == 4
+
+
+# ---- 5. non-i.i.d. batches ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_order_demo_equals_torch(layout: str) -> None:
+    setup = SMALL[layout].with_(steps=40)
+    res = bnlab.order_demo(setup)
+    ds = bnlab.clustered_dataset(setup)
+    for i, idx in enumerate(bnlab.order_indices(setup)):
+        bn = _torch_bn(setup, 0.1).train()
+        for rows in idx:
+            bn(_cf(ds.train[rows], layout))
+        np.testing.assert_allclose(res.running_mean[i, -1], bn.running_mean.numpy(), atol=2e-5)
+        np.testing.assert_allclose(res.final_var[i], bn.running_var.numpy(), rtol=1e-4, atol=2e-5)
+        last = [ds.train[rows] for rows in idx[-bnlab.CLUSTERS :]]
+        with torch.no_grad():
+            gaps = [
+                (
+                    F.batch_norm(_cf(x, layout), None, None, training=True, eps=setup.eps)
+                    - bn.eval()(_cf(x, layout))
+                )
+                .abs()
+                .mean()
+                for x in last
+            ]
+        assert res.gap[i] == pytest.approx(torch.stack(gaps).mean().item(), rel=1e-4)
+    one_cluster = bnlab.order_indices(setup)[0] % bnlab.CLUSTERS
+    assert (one_cluster == one_cluster[:, :1]).all()  # every batch from a single cluster
+    # single-cluster batches: noisier batch means, too small a running variance, larger gap
+    assert res.batch_noise[0] > res.batch_noise[1]
+    assert res.var_ratio[0] < res.var_ratio[1]
+    assert res.gap[0] > res.gap[1]
+
+
+# ---- 6. gradient accumulation --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_accumulation_equals_torch(layout: str) -> None:
+    setup = SMALL[layout].with_(steps=10)
+    k = 3
+    res = bnlab.accumulation(setup, k)
+    ds = bnlab.make_dataset(setup)
+    big_idx = bnlab.batch_indices(
+        bnlab.TRAIN_SAMPLES, k * setup.batch_size, setup.steps, setup.seed
+    )
+    micro_bn, big_bn = _torch_bn(setup, 0.1).train(), _torch_bn(setup, 0.1).train()
+    for rows in big_idx:
+        x = ds.train[rows]
+        big_bn(_cf(x, layout))
+        for part in x.split(setup.batch_size):
+            micro_out = micro_bn(_cf(part, layout))
+    assert res.batches_tracked == (
+        int(micro_bn.num_batches_tracked),
+        int(big_bn.num_batches_tracked),
+    )
+    assert res.batches_tracked == (k * setup.steps, setup.steps)
+    for i, bn in enumerate((micro_bn, big_bn)):
+        np.testing.assert_allclose(res.final_mean[i], bn.running_mean.numpy(), atol=2e-5)
+        np.testing.assert_allclose(res.final_var[i], bn.running_var.numpy(), rtol=1e-4, atol=2e-5)
+    last = ds.train[big_idx[-1]]
+    y_micro = torch.cat(
+        [
+            F.batch_norm(_cf(p, layout), None, None, training=True, eps=setup.eps)
+            for p in last.split(setup.batch_size)
+        ]
+    )
+    y_big = F.batch_norm(_cf(last, layout), None, None, training=True, eps=setup.eps)
+    assert res.gap == pytest.approx((y_micro - y_big).abs().mean().item(), rel=1e-4)
+    assert micro_out.shape[0] == setup.batch_size  # BatchNorm only ever saw b samples
+    # deviations in σ: the micro-batch means scatter more than the k·b mean
+    sd = ds.var.sqrt()
+    _, mu = torch.var_mean(_cf(last[: setup.batch_size], layout), _channel_dims(layout))
+    np.testing.assert_allclose(res.micro_dev[0], ((mu - ds.mean) / sd).numpy(), atol=1e-4)
+
+
+# ---- 7. synchronized BatchNorm -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("K", [1, 2, 4])
+def test_sync_forward_equals_one_big_batch(layout: str, K: int) -> None:
+    setup = SMALL[layout]
+    xs = [b for b in _batches(setup)[:K]]
+    rs = RunningStats(setup.C, 0.1)
+    step = bnlab.sync_forward(xs, layout, setup.eps, rs)
+    bn = _torch_bn(setup, 0.1).train()
+    y = bn(_cf(torch.cat(xs), layout))
+    torch.testing.assert_close(
+        torch.cat([_cf(o, layout) for o in step.outputs]), y, atol=3e-5, rtol=1e-5
+    )
+    torch.testing.assert_close(rs.mean, bn.running_mean, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(rs.var, bn.running_var, atol=1e-6, rtol=1e-5)
+    assert step.count == K * setup.n
+    assert step.sums.shape == (3, K, setup.C)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_sync_demo_equals_torch(layout: str) -> None:
+    setup = SMALL[layout].with_(steps=8)
+    K = 3
+    res = bnlab.sync_demo(setup, K)
+    ds = bnlab.make_dataset(setup)
+    idx = bnlab.batch_indices(bnlab.TRAIN_SAMPLES, K * setup.batch_size, setup.steps, setup.seed)
+    local_bn, sync_bn = _torch_bn(setup, 0.1).train(), _torch_bn(setup, 0.1).train()
+    for rows in idx:
+        x = ds.train[rows]
+        local_bn(_cf(x[: setup.batch_size], layout))  # device 0 alone
+        sync_bn(_cf(x, layout))  # synchronized = one batch of K·b
+    for i, bn in enumerate((local_bn, sync_bn)):
+        np.testing.assert_allclose(res.final_mean[i], bn.running_mean.numpy(), atol=2e-5)
+        np.testing.assert_allclose(res.final_var[i], bn.running_var.numpy(), rtol=1e-4, atol=2e-5)
+    assert res.one_batch_diff < 1e-4
+    assert res.gap > 0.01
+    assert res.local_dev.shape == (K, setup.C) and res.sums.shape == (K, 3, setup.C)
+
+
+# ---- 8 and 9: real modules ----------------------------------------------------------------
+
+
+def test_freeze_demo_matches_a_real_module_step() -> None:
+    setup = SMALL["NCHW"]
+    res = bnlab.freeze_demo(setup)
+    expected = {
+        # (training, requires_grad): weight, bias, running_mean, running_var, num_batches_tracked
+        (True, True): (True, True, True, True, True),
+        (True, False): (False, False, True, True, True),
+        (False, True): (True, True, False, False, False),
+        (False, False): (False, False, False, False, False),
+    }
+    assert res.names == ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
+    assert {(r.training, r.requires_grad): r.changed for r in res.rows} == expected
+    # the same step written out with torch here gives the same γ after "train, requires_grad"
+    x = bnlab.make_dataset(setup).train[: setup.batch_size].requires_grad_(True)
+    bn = nn.BatchNorm2d(setup.C)
+    opt = torch.optim.SGD(bn.parameters(), lr=res.lr)
+    (bn(x) - 1.0).square().mean().backward()
+    before = bn.weight.detach().clone()
+    opt.step()
+    assert not torch.equal(before, bn.weight.detach())
+
+
+def test_freeze_eval_mode_keeps_buffers_even_for_keras_momentum() -> None:
+    res = bnlab.freeze_demo(SMALL["BTC"].with_(convention="keras", momentum=0.99))
+    evals = [r for r in res.rows if not r.training]
+    assert all(not any(r.changed[2:]) for r in evals)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_checkpoint_demo(layout: str) -> None:
+    setup = SMALL[layout].with_(steps=40)
+    res = bnlab.checkpoint_demo(setup)
+    entries = {e.key: e for e in res.entries}
+    assert list(entries) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
+    assert entries["weight"].kind == "parameter" and entries["running_var"].kind == "buffer"
+    assert entries["num_batches_tracked"].values[0] == res.steps == 40
+    # torch reports the two statistics as missing (it quietly fills num_batches_tracked)
+    assert res.missing == ("running_mean", "running_var")
+    # the buffers in the checkpoint are what the lab's RunningStats give for the same batches
+    tr = bnlab.running_trace(setup.with_(steps=res.steps))
+    np.testing.assert_allclose(entries["running_mean"].values, tr.running_mean[-1], atol=2e-5)
+    np.testing.assert_allclose(
+        entries["running_var"].values, tr.running_var[-1], rtol=1e-4, atol=2e-5
+    )
+    # with buffers: same outputs as the trained layer; without: 0/1 statistics
+    np.testing.assert_allclose(res.out_mean[0], res.out_mean[1], atol=1e-6)
+    ds = bnlab.make_dataset(setup)
+    w = torch.from_numpy(entries["weight"].values).float()
+    b = torch.from_numpy(entries["bias"].values).float()
+    y = F.batch_norm(
+        _cf(ds.held_out, layout),
+        torch.zeros(setup.C),
+        torch.ones(setup.C),
+        w,
+        b,
+        False,
+        0.0,
+        setup.eps,
+    )
+    np.testing.assert_allclose(
+        res.out_mean[2], y.double().mean(_channel_dims(layout)).numpy(), atol=1e-4
+    )
+    # γ learned ≈ 2, β ≈ 1: the trained outputs sit near 1 with spread near 2
+    assert np.all(np.abs(res.out_mean[0] - 1) < 0.5)
+
+
+def test_torch_module_comes_from_the_registry() -> None:
+    assert isinstance(bnlab.torch_batchnorm("BTC", 4), nn.BatchNorm1d)
+    assert isinstance(bnlab.torch_batchnorm("NCHW", 4), nn.BatchNorm2d)
+    x = torch.randn(2, 3, 4)
+    assert torch.equal(bnlab.from_torch_layout(bnlab.to_torch_layout(x, "BTC"), "BTC"), x)
+    assert bnlab.to_torch_layout(x, "BTC").shape == (2, 4, 3)
+
+
+# ---- figures ---------------------------------------------------------------------------------
+
+
+def _size(fig) -> int:
+    return len(fig.to_json())
+
+
+def test_figures_at_the_largest_settings() -> None:
+    """Every lab figure stays under 1 MB at the largest steps, batch sweep and channel count."""
+    big = bnlab.LabSetup(sample_shape=(1, 900), batch_size=8, steps=2000)  # C = 900, cap-sized
+    tr = bnlab.running_trace(big)
+    fig = figs.make_running_figure(tr, channel=899)
+    assert _size(fig) <= 1_000_000
+    names = [t.name for t in fig.data]
+    assert "running statistic" in names and "training set (truth)" in names
+    assert any("keras" in (n or "") for n in names)
+    assert figs.make_order_figure(bnlab.order_demo(big.with_(steps=2000)), 0).to_json()
+    acc = bnlab.accumulation(big.with_(steps=20), 16)
+    assert _size(figs.make_accumulation_figure(acc)) <= 1_000_000
+    syn = bnlab.sync_demo(big.with_(steps=20), 16)
+    assert _size(figs.make_sync_figure(syn)) <= 1_000_000
+    ck = bnlab.checkpoint_demo(big.with_(steps=5))
+    assert _size(figs.make_checkpoint_figure(ck)) <= 1_000_000
+
+
+def test_figures_have_their_traces_and_titles() -> None:
+    setup = SMALL["BTC"]
+    tr = bnlab.running_trace(setup)
+    fig = figs.make_running_figure(tr, 0, presenter=True)
+    assert fig.layout.font.size > 16  # presenter mode enlarges the text
+    assert len(fig.data) == 8  # 2 panels × (batch, running, twin, truth)
+    cum = figs.make_running_figure(bnlab.running_trace(setup.with_(convention="cumulative")), 0)
+    assert len(cum.data) == 6
+    bes = figs.make_bessel_figure(bnlab.bessel(ns=(2, 4)), current_n=20)
+    assert [t.name for t in bes.data][1].startswith("biased")
+    gap = figs.make_gap_figure(bnlab.gap_sweep(setup.with_(steps=5), (2, 4)), current_b=4)
+    assert gap.layout.xaxis.type == "log"
+    sh = figs.make_shift_figure(bnlab.shift_sweep(setup, tr.final, 0.5, 1.0))
+    assert {t.legendgroup for t in sh.data} == {"batch", "layer", "group"}
+    fr = figs.make_freeze_figure(bnlab.freeze_demo(setup))
+    assert fr.data[0].text[3] == ["unchanged"] * 5
+    for f in (bes, gap, sh, fr):
+        assert f.layout.title.text
+        assert _size(f) <= 1_000_000
+    payload = json.loads(fig.to_json())
+    assert "x" not in payload["data"][0]  # steps are sent as x0/dx, not as an array
