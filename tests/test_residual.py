@@ -1,0 +1,254 @@
+"""Residual stacks: the statistics against a direct torch computation, and the training run."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from normviz import residual as rs
+from normviz.figures import residual as figs
+
+SMALL = rs.StackConfig(depth=5, width=8, tokens=3, samples=4)
+
+
+def _direct(
+    model: rs.ResidualStack, cfg: rs.StackConfig, x: torch.Tensor, y: torch.Tensor, skip: bool
+) -> tuple[list[float], list[float]]:
+    """The stack's forward written out with torch.nn.functional, and autograd.grad per block.
+
+    Returns (RMS of the stream, gradient norm) at every block input and after the last block.
+    """
+    d = cfg.width
+
+    def norm(z: torch.Tensor, mod: torch.nn.Module) -> torch.Tensor:
+        if cfg.norm == "layer":
+            return F.layer_norm(z, (d,), mod.weight, mod.bias, mod.eps)
+        return F.rms_norm(z, (d,), mod.weight, mod.eps)
+
+    def mlp(z: torch.Tensor, br: torch.nn.Module) -> torch.Tensor:
+        return F.linear(F.relu(F.linear(z, br.fc1.weight, br.fc1.bias)), br.fc2.weight, br.fc2.bias)
+
+    def branch(z: torch.Tensor, sub: rs.Sublayer) -> torch.Tensor:
+        if isinstance(sub.branch, rs.TokenMLP):
+            return mlp(z.transpose(1, 2), sub.branch).transpose(1, 2)
+        return mlp(z, sub.branch)
+
+    h = x.clone().requires_grad_(True)
+    stream = []
+    for block in model.blocks:
+        stream.append(h)
+        for sub in block:
+            if model.placement == "pre":
+                f = branch(norm(h, sub.norm), sub)
+                h = h + (f.detach() if skip else f)
+            elif model.placement == "post":
+                f = branch(h, sub)
+                h = norm(h + (f.detach() if skip else f), sub.norm)
+            else:
+                f = branch(h, sub)
+                h = h + (f.detach() if skip else f)
+    stream.append(h)
+    if model.placement == "pre":
+        h = norm(h, model.final_norm)
+    out = F.linear(h, model.head.weight, model.head.bias)
+    loss = ((out - y) ** 2).mean()
+    grads = torch.autograd.grad(loss, stream)
+    rms = [float(torch.sqrt((t.detach() ** 2).mean())) for t in stream]
+    return rms, [float(torch.linalg.vector_norm(g)) for g in grads]
+
+
+@pytest.mark.parametrize("placement", rs.PLACEMENTS)
+@pytest.mark.parametrize("norm", rs.NORMS)
+@pytest.mark.parametrize("block", list(rs.BLOCKS))
+def test_statistics_match_a_direct_torch_computation(placement: str, norm: str, block: str) -> None:
+    cfg = rs.StackConfig(depth=5, width=8, tokens=3, samples=4, norm=norm, block=block)
+    act, grad, skip = rs.stack_statistics(cfg, placement, seed=3)
+    model = rs.build_stack(cfg, placement, seed=3)
+    x, y = rs.make_task(cfg, seed=3)
+    rms_d, grad_d = _direct(model, cfg, x, y, skip=False)
+    _, skip_d = _direct(model, cfg, x, y, skip=True)
+    assert act.shape == grad.shape == skip.shape == (cfg.depth + 1,)
+    np.testing.assert_allclose(act, rms_d, rtol=1e-5)
+    np.testing.assert_allclose(grad, grad_d, rtol=1e-4)
+    np.testing.assert_allclose(skip, skip_d, rtol=1e-4)
+
+
+def test_the_stack_uses_torch_norm_layers() -> None:
+    for norm, cls in (("layer", torch.nn.LayerNorm), ("rms", torch.nn.RMSNorm)):
+        cfg = rs.StackConfig(depth=2, width=8, norm=norm)
+        pre = rs.build_stack(cfg, "pre", 0)
+        assert isinstance(pre.blocks[0][0].norm, cls)
+        assert isinstance(pre.final_norm, cls)
+        post = rs.build_stack(cfg, "post", 0)
+        assert isinstance(post.blocks[1][0].norm, cls)
+        assert isinstance(post.final_norm, torch.nn.Identity)
+        none = rs.build_stack(cfg, "none", 0)
+        assert not any(isinstance(m, cls) for m in none.modules())
+
+
+def test_same_seed_same_branch_weights_for_every_placement() -> None:
+    models = [rs.build_stack(SMALL, p, 7) for p in rs.PLACEMENTS]
+    w = [m.blocks[2][0].branch.fc1.weight for m in models]
+    assert torch.equal(w[0], w[1]) and torch.equal(w[0], w[2])
+    other = rs.build_stack(SMALL, "pre", 8).blocks[2][0].branch.fc1.weight
+    assert not torch.equal(w[0], other)
+
+
+def test_what_the_page_teaches_holds_at_depth_64() -> None:
+    cfg = rs.StackConfig(depth=64, width=16, tokens=2, samples=4)
+    prof = rs.init_profile(cfg, seeds=(0, 1))
+    assert prof.act_rms.shape == (3, 2, 65)
+    pre, post, none = (prof.placements.index(p) for p in ("pre", "post", "none"))
+    # pre-norm: the skip paths alone carry the output's gradient to every block unchanged
+    sk = prof.skip_grad_norm[pre]
+    np.testing.assert_allclose(sk, sk[:, -1:].repeat(65, axis=1), rtol=1e-5)
+    assert prof.ratio("pre", "skip_grad_norm") == pytest.approx(1.0, rel=1e-5)
+    # post-norm: every block renormalizes the stream to RMS ~1 ...
+    np.testing.assert_allclose(prof.act_rms[post][:, 1:], 1.0, atol=1e-3)
+    # ... and shrinks what comes back along the skip path, almost every block
+    assert np.mean(np.diff(prof.skip_grad_norm[post], axis=1) > 0) > 0.9
+    assert prof.ratio("post", "skip_grad_norm") < 1e-3
+    # pre-norm: the stream's scale grows with depth; no norm: it explodes
+    assert prof.act_rms[pre][:, -1].min() > 3 * prof.act_rms[pre][:, 1].max()
+    assert np.median(prof.act_rms[none][:, -1]) > 1e6
+    assert len(prof.notes()) == 3
+
+
+def test_init_profile_is_deterministic_and_reports_progress() -> None:
+    seen: list[float] = []
+    a = rs.init_profile(SMALL, seeds=(0, 1), progress=seen.append)
+    b = rs.init_profile(SMALL, seeds=(0, 1))
+    np.testing.assert_array_equal(a.grad_norm, b.grad_norm)
+    assert seen[-1] == pytest.approx(1.0) and len(seen) == 6
+    assert not np.array_equal(a.grad_norm[:, 0], a.grad_norm[:, 1])  # seeds differ
+
+
+def test_overflow_is_detected_not_hidden() -> None:
+    cfg = rs.StackConfig(depth=96, width=16, tokens=2, samples=2, block="mixer")
+    prof = rs.init_profile(cfg, seeds=(0,), placements=("none",))
+    at = prof.overflow_block("none")
+    assert at is not None and 0 < at <= 96
+    assert not np.isfinite(prof.act_rms[0, 0, at])
+    assert "overflows float32" in prof.notes()[0]
+
+
+def test_training_matches_a_direct_adam_loop() -> None:
+    cfg = rs.StackConfig(depth=3, width=8, tokens=3, samples=4)
+    losses, diverged = rs.train_stack(cfg, "pre", lr=1e-2, steps=5, seed=1)
+    model = rs.build_stack(cfg, "pre", 1)
+    x, y = rs.make_task(cfg, 1)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    direct = []
+    for _ in range(6):
+        loss = F.mse_loss(model(x), y)
+        direct.append(float(loss.detach()))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert diverged is None
+    np.testing.assert_allclose(losses, direct, rtol=1e-5)
+
+
+def test_training_outcomes_depend_on_placement() -> None:
+    cfg = rs.StackConfig(depth=8, width=16, samples=16)
+    run = rs.train_all(cfg, lr=3e-2, steps=30)
+    assert run.losses.shape == (3, 31)
+    assert not run.diverged("pre")
+    assert run.final("pre") < rs.STALL_FRACTION * run.losses[0, 0]
+    assert run.outcome("pre").startswith("trained")
+    assert run.diverged("none")
+    at = run.diverged_at[run.placements.index("none")]
+    assert np.isnan(run.losses[2, at:]).all()
+    assert run.outcome("none").startswith("diverged")
+    assert run.outcome("post").startswith("stalled")  # collapsed to predicting the mean
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"depth": 0},
+        {"depth": rs.MAX_DEPTH + 1},
+        {"width": 1},
+        {"norm": "batch"},
+        {"block": "attention"},
+        {"depth": 2.5},
+        {"depth": True},
+    ],
+)
+def test_bad_configs_raise_a_value_error_naming_the_setting(kwargs: dict) -> None:
+    cfg = rs.StackConfig(**kwargs)
+    name = next(iter(kwargs))
+    with pytest.raises(rs.ResidualConfigError, match=name):
+        cfg.check()
+    assert issubclass(rs.ResidualConfigError, ValueError)
+
+
+@pytest.mark.parametrize(("lr", "steps"), [(0.0, 5), (2.0, 5), ("x", 5), (1e-3, 0), (1e-3, 501)])
+def test_bad_training_settings_raise(lr: object, steps: int) -> None:
+    with pytest.raises(rs.ResidualConfigError):
+        rs.train_stack(SMALL, "pre", lr, steps)  # type: ignore[arg-type]
+
+
+def test_bad_placement_and_seed_count() -> None:
+    with pytest.raises(rs.ResidualConfigError, match="placement"):
+        rs.build_stack(SMALL, "middle", 0)
+    with pytest.raises(rs.ResidualConfigError, match="seeds"):
+        rs.init_profile(SMALL, seeds=tuple(range(rs.MAX_SEEDS + 1)))
+
+
+# ---- figures ---------------------------------------------------------------------------
+
+
+def _fake_profile(depth: int, seeds: int) -> rs.InitProfile:
+    rng = np.random.default_rng(0)
+    shape = (3, seeds, depth + 1)
+    act = np.exp(rng.normal(size=shape) * 5)
+    act[2, :, depth // 2 :] = np.inf  # an overflow leaves a gap
+    cfg = rs.StackConfig(depth=depth)
+    return rs.InitProfile(
+        cfg, rs.PLACEMENTS, tuple(range(seeds)), act, act * 0.5, np.exp(-rng.random(shape))
+    )
+
+
+def test_depth_figure_traces_titles_and_payload_at_the_largest_sizes() -> None:
+    prof = _fake_profile(rs.MAX_DEPTH, rs.MAX_SEEDS)
+    fig = figs.make_depth_figure(prof, presenter=True)
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles == [t for _, t in figs.PANELS]
+    lines = [t for t in fig.data if t.mode == "lines"]
+    assert len(lines) == 3 * len(figs.PANELS)  # one median line per placement and panel
+    assert len(fig.data) == 2 * 3 * len(figs.PANELS)  # plus a seed band each
+    assert {t.name for t in lines} == set(rs.PLACEMENT_LABELS.values())
+    assert fig.layout.yaxis.type == "log"
+    none_line = next(t for t in lines if t.name == "no normalization")
+    assert none_line.y[-1] is None  # inf is a gap, not a number
+    payload = len(fig.to_json())
+    assert payload <= 1_000_000, payload
+    json.loads(fig.to_json())  # valid JSON (no NaN/inf literals)
+
+
+def test_depth_figure_with_one_seed_has_no_band() -> None:
+    fig = figs.make_depth_figure(_fake_profile(4, 1))
+    assert len(fig.data) == 3 * len(figs.PANELS)
+
+
+def test_loss_figure_marks_divergence_and_stays_small() -> None:
+    steps = rs.MAX_STEPS
+    losses = np.full((3, steps + 1), np.nan)
+    losses[0] = np.linspace(2, 0.01, steps + 1)
+    losses[1] = np.linspace(2, 1, steps + 1)
+    losses[2, :7] = np.geomspace(1, 1e4, 7)
+    run = rs.TrainRun(rs.StackConfig(depth=96), 0.1, steps, rs.PLACEMENTS, losses, (None, None, 7))
+    fig = figs.make_loss_figure(run)
+    assert "learning rate 0.1" in fig.layout.title.text
+    markers = [t for t in fig.data if t.mode == "markers+text"]
+    assert len(markers) == 1 and markers[0].x == (7,)
+    assert "diverged at step 7" in markers[0].text[0]
+    assert len(fig.to_json()) <= 1_000_000
+    assert run.outcome("post").startswith("stalled")
+    assert math.isclose(run.final("none"), 1e4)
