@@ -35,7 +35,7 @@ FLAT_MAX_ROWS = 96  # rows of the flat view before capping (cells stay ≥ 7 px 
 FLAT_MAX_COLS = 128  # columns of the flat view before capping
 FLAT_ROW_PX = (14, 30)  # row height range of the flat view, px
 FLAT_MAX_HEIGHT = 640  # px of grid before rows get thinner
-THUMB_LIMITS = {"sample": 4, "channel": 8, "other": 4}  # cells per axis in a thumbnail
+THUMB_LIMITS = {"sample": 4, "channel": 8, "other": 8}  # cells per display axis in a thumbnail
 
 
 @dataclass(frozen=True)
@@ -623,7 +623,7 @@ def make_flat_figure(
         (
             "group",
             rects,
-            style.HIGHLIGHT,
+            style.SELECTED if partition else style.HIGHLIGHT,  # orange is a partition colour
             3,
             f"shares μ, σ² with the selected cell (m = {con.group_size:,})",
         ),
@@ -637,7 +637,11 @@ def make_flat_figure(
                 mode="lines",
                 uid=uid,
                 name=name,
-                line={"color": colour, "width": width},
+                line={
+                    "color": colour,
+                    "width": width,
+                    "dash": "dot" if partition and uid == "group" else "solid",
+                },
                 hoverinfo="skip",
             )
         )
@@ -727,7 +731,9 @@ def _thumb_window(layout: str, shape: tuple[int, ...]) -> Window:
     lay = LAYOUTS[layout]
     s = lay.axes.index(lay.sample)
     role = {s: "sample", lay.channel_axis: "channel"}
-    size = tuple(min(n, THUMB_LIMITS[role.get(d, "other")]) for d, n in enumerate(shape))
+    # T alone gets the whole "other" budget; H and W share one display axis (H·W), 4 each
+    other = THUMB_LIMITS["other"] if lay.rank == 3 else THUMB_LIMITS["other"] // 2
+    size = tuple(min(n, THUMB_LIMITS[role[d]] if d in role else other) for d, n in enumerate(shape))
     return Window(layout, shape, (0,) * len(shape), size)
 
 

@@ -1,0 +1,291 @@
+"""Block figures: the highlighted cells are exactly the statistic group, read off group_ids."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from normviz import LAYOUTS, METHODS, STANDARD_METHODS, NormConfigError, contract, group_ids, style
+from normviz.figures import blocks
+
+MB = 1_000_000
+SMALL = {"BTC": (3, 5, 6), "NCHW": (2, 6, 3, 4)}
+GROUPS = 3  # divides C = 6 in both small shapes
+# largest shapes inside the element cap (2^22), one per direction that can grow
+LARGEST = {
+    "BTC": [(1024, 4096, 1), (1, 4096, 1024), (1024, 1, 4096), (64, 256, 256)],
+    "NCHW": [(256, 64, 16, 16), (1, 16, 512, 512), (16, 4096, 8, 8), (256, 1, 128, 128)],
+}
+
+
+def _groups(method: str) -> int | None:
+    return GROUPS if METHODS[method].grouped else None
+
+
+def _trace(fig: go.Figure, uid: str):
+    found = [t for t in fig.data if t.uid == uid]
+    assert len(found) == 1, [t.uid for t in fig.data]
+    return found[0]
+
+
+def _cells(trace) -> set[tuple[int, ...]]:
+    """Tensor indices a trace draws (its customdata rows, group id column dropped)."""
+    cd = np.asarray(trace.customdata)
+    return {tuple(int(v) for v in row) for row in cd}
+
+
+def _group_set(method, layout, shape, groups, axes, cell, win=None) -> set[tuple[int, ...]]:
+    ids = group_ids(method, layout, shape, groups, axes)
+    hit = np.argwhere(ids == ids[tuple(cell)])
+    if win is not None:
+        hit = [h for h in hit if win.contains(h)]
+    return {tuple(int(v) for v in h) for h in hit}
+
+
+def _stepped_colour(scale, value: float, cmin: float, cmax: float) -> str:
+    """The colour a stepped colour scale gives `value` (the band it falls in)."""
+    t = (value - cmin) / (cmax - cmin)
+    for (lo, c), (hi, _) in itertools.pairwise(scale):
+        if lo <= t <= hi and lo != hi:
+            return c
+    raise AssertionError(f"{value} outside the scale")
+
+
+CASES = [(m, lay) for lay in LAYOUTS for m in STANDARD_METHODS] + [
+    ("custom", "BTC"),
+    ("custom", "NCHW"),
+]
+CUSTOM_AXES = {"BTC": "B,C", "NCHW": "N,H"}
+
+
+@pytest.mark.parametrize(("method", "layout"), CASES)
+def test_block_highlights_exactly_the_group(method: str, layout: str) -> None:
+    shape = SMALL[layout]
+    axes = CUSTOM_AXES[layout] if method == "custom" else None
+    rng = np.random.default_rng(len(method) * 7 + len(layout))
+    for _ in range(3):
+        cell = tuple(int(rng.integers(n)) for n in shape)
+        fig = blocks.make_block_figure(
+            method, layout, shape, groups=_groups(method), axes=axes, cell=cell
+        )
+        group = _trace(fig, "group")
+        con = contract(method, layout, shape, _groups(method), axes)
+        assert len(group.x) == con.group_size
+        assert _cells(group) == _group_set(method, layout, shape, _groups(method), axes, cell)
+        others = _trace(fig, "others")
+        assert len(others.x) + len(group.x) == math.prod(shape)
+        assert _cells(_trace(fig, "selected")) == {cell}
+        assert not any(a.text and "omitted" in a.text for a in fig.layout.annotations)
+
+
+@pytest.mark.parametrize(("method", "layout"), CASES)
+def test_partition_colours_follow_group_ids(method: str, layout: str) -> None:
+    shape = SMALL[layout]
+    axes = CUSTOM_AXES[layout] if method == "custom" else None
+    fig = blocks.make_block_figure(
+        method, layout, shape, groups=_groups(method), axes=axes, partition=True
+    )
+    tr = _trace(fig, "partition")
+    ids = group_ids(method, layout, shape, _groups(method), axes)
+    cd = np.asarray(tr.customdata)
+    idx, shown_ids = cd[:, :-1], cd[:, -1]
+    assert len(idx) == math.prod(shape)
+    np.testing.assert_array_equal(shown_ids, ids[tuple(idx.T)])
+    marker = tr.marker
+    colours = [
+        _stepped_colour(marker.colorscale, v, marker.cmin, marker.cmax) for v in marker.color
+    ]
+    expected = [blocks.PARTITION_COLOURS[i % len(blocks.PARTITION_COLOURS)] for i in shown_ids]
+    assert colours == expected
+    # every statistic group is drawn; black stays free for the selected cell
+    assert len(set(shown_ids)) == contract(method, layout, shape, _groups(method), axes).n_stats
+    assert style.SELECTED not in blocks.PARTITION_COLOURS
+
+
+def test_split_hw_puts_each_image_in_its_own_slab() -> None:
+    shape = (3, 2, 4, 5)
+    fig = blocks.make_block_figure("instance", "NCHW", shape, split_hw=True, partition=True)
+    tr = _trace(fig, "partition")
+    cd = np.asarray(tr.customdata)
+    n, c, h, w = cd[:, 0], cd[:, 1], cd[:, 2], cd[:, 3]
+    x, y, z = (np.asarray(v) for v in (tr.x, tr.y, tr.z))
+    W = shape[3]
+    np.testing.assert_array_equal(x // (W + 1), n)  # one empty column between images
+    np.testing.assert_array_equal(x % (W + 1), w)
+    np.testing.assert_array_equal(y, c)
+    np.testing.assert_array_equal(z, h)
+    merged = _trace(
+        blocks.make_block_figure("instance", "NCHW", shape, partition=True), "partition"
+    )
+    cdm = np.asarray(merged.customdata)
+    np.testing.assert_array_equal(np.asarray(merged.z), cdm[:, 2] * W + cdm[:, 3])  # H·W
+
+
+def test_large_shape_is_capped_around_the_cell_with_a_note() -> None:
+    shape = (64, 128, 512)
+    cell = (63, 127, 511)  # the far corner must still be drawn
+    fig = blocks.make_block_figure("layer", "BTC", shape, cell=cell)
+    win = blocks.make_window("BTC", shape, cell)
+    drawn = len(_trace(fig, "group").x) + len(_trace(fig, "others").x)
+    assert drawn == win.n_cells <= style.MAX_CELLS_3D
+    assert _cells(_trace(fig, "selected")) == {cell}
+    assert _cells(_trace(fig, "group")) == _group_set("layer", "BTC", shape, None, None, cell, win)
+    notes = [a.text for a in fig.layout.annotations if a.text and "omitted" in a.text]
+    assert len(notes) == 1 and "of 4,194,304 cells" in notes[0] and "C " in notes[0]
+
+
+def test_window() -> None:
+    win = blocks.make_window("NCHW", (4, 6, 4, 4), (1, 2, 3, 0))
+    assert not win.capped and win.note() == "" and win.n_cells == 384
+    big = blocks.make_window("NCHW", (256, 64, 16, 16), (255, 0, 8, 15), cap=1000)
+    assert big.capped and big.n_cells <= 1000 and big.contains((255, 0, 8, 15))
+    assert len(big.indices()) == big.n_cells
+    assert "N " in big.note() and "omitted" in big.note()
+    with pytest.raises(NormConfigError, match="outside"):
+        blocks.make_window("BTC", (2, 2, 2), (2, 0, 0))
+
+
+# ---- flat view ------------------------------------------------------------------------
+
+
+def _rect_cells(trace) -> set[tuple[int, int]]:
+    """(row, col) cells inside the closed outlines of a lines trace."""
+    xs, ys = list(trace.x), list(trace.y)
+    out: set[tuple[int, int]] = set()
+    for k in range(0, len(xs), 6):
+        c0, c1 = round(xs[k] + 0.5), round(xs[k + 1] + 0.5)
+        r0, r1 = round(ys[k] + 0.5), round(ys[k + 2] + 0.5)
+        cells = {(r, c) for r in range(r0, r1) for c in range(c0, c1)}
+        assert not (cells & out), "outlines overlap"
+        out |= cells
+    return out
+
+
+@pytest.mark.parametrize(("method", "layout"), CASES)
+def test_flat_view_outlines_the_group_and_maps_clicks_to_cells(method: str, layout: str) -> None:
+    shape = SMALL[layout]
+    axes = CUSTOM_AXES[layout] if method == "custom" else None
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(3))
+    cell = tuple(n - 1 for n in shape)
+    fig = blocks.make_flat_figure(x, method, layout, groups=_groups(method), axes=axes, cell=cell)
+    cells = _trace(fig, "cells")
+    heat = _trace(fig, "heat")
+    idx = np.asarray(cells.customdata)
+    rows, cols = np.asarray(cells.y), np.asarray(cells.x)
+    z = np.asarray(heat.z)
+    # every invisible marker sits on the heatmap cell holding its tensor value
+    np.testing.assert_allclose(z[rows, cols], x.numpy()[tuple(idx.T)], rtol=0, atol=0)
+    assert len(idx) == math.prod(shape)
+    # the orange outline covers exactly the group's cells
+    where = {
+        tuple(int(v) for v in i): (int(r), int(c)) for i, r, c in zip(idx, rows, cols, strict=True)
+    }
+    group = _group_set(method, layout, shape, _groups(method), axes, cell)
+    assert _rect_cells(_trace(fig, "group")) == {where[g] for g in group}
+    assert _rect_cells(_trace(fig, "selected")) == {where[cell]}
+    # rows are the first two axes, columns the rest
+    assert z.shape == (shape[0] * shape[1], math.prod(shape[2:]))
+
+
+def test_flat_partition_colours_follow_group_ids() -> None:
+    shape = SMALL["NCHW"]
+    x = torch.randn(shape)
+    fig = blocks.make_flat_figure(x, "group", "NCHW", groups=3, partition=True)
+    heat = _trace(fig, "heat")
+    ids = group_ids("group", "NCHW", shape, 3).reshape(shape[0] * shape[1], -1)
+    n = len(blocks.PARTITION_COLOURS)
+    np.testing.assert_array_equal(np.asarray(heat.z), ids % n)
+    for k in range(n):
+        assert (
+            _stepped_colour(heat.colorscale, k, heat.zmin, heat.zmax)
+            == (blocks.PARTITION_COLOURS[k])
+        )
+
+
+def test_flat_view_capped_keeps_the_cell() -> None:
+    shape = (1, 4096, 1024)
+    x = torch.zeros(shape)
+    cell = (0, 4000, 1000)
+    fig = blocks.make_flat_figure(x, "batch", "BTC", cell=cell)
+    win = blocks.flat_window("BTC", shape, cell)
+    assert win.contains(cell) and win.n_cells <= style.MAX_CELLS_2D
+    assert {tuple(int(v) for v in r) for r in np.asarray(_trace(fig, "cells").customdata)} == {
+        tuple(int(v) for v in r) for r in win.indices()
+    }
+    assert any(a.text and "omitted" in a.text for a in fig.layout.annotations)
+    covered = _rect_cells(_trace(fig, "group"))
+    assert len(covered) == len(_group_set("batch", "BTC", shape, None, None, cell, win))
+
+
+# ---- thumbnails -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_thumbnails_highlight_the_corner_cells_group(layout: str) -> None:
+    shape = SMALL[layout]
+    fig = blocks.make_methods_figure(layout, shape, GROUPS)
+    assert [a.text for a in fig.layout.annotations[: len(STANDARD_METHODS)]] == [
+        METHODS[m].label for m in STANDARD_METHODS
+    ]
+    for m in STANDARD_METHODS:
+        idx, in_group, _ = blocks.thumbnail_cells(m, layout, shape, _groups(m))
+        ids = group_ids(m, layout, shape, _groups(m))
+        np.testing.assert_array_equal(in_group, ids[tuple(idx.T)] == ids[(0,) * len(shape)])
+        drawn = _trace(fig, f"{m}-group")
+        assert list(drawn.x).count(None) == in_group.sum() > 0
+        assert drawn.fillcolor == style.METHOD_COLOURS[m]
+        # every visible cell of the group is drawn: the group through the corner lies on
+        # the visible faces, so its visible part is its cells with an index 0 somewhere
+        group = {tuple(i) for i in np.argwhere(ids == ids[(0,) * len(shape)])}
+        visible = {tuple(int(v) for v in i) for i in idx}
+        assert {tuple(int(v) for v in i) for i in idx[in_group]} == group & visible
+
+
+def test_thumbnail_explains_groups_that_do_not_divide_c() -> None:
+    fig = blocks.make_methods_figure("NCHW", (2, 6, 3, 3), groups=4)
+    assert any("divisible" in (a.text or "") for a in fig.layout.annotations)
+    assert not [t for t in fig.data if t.uid and t.uid.startswith("group-")]
+
+
+# ---- payload --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("layout", "shape"), [(lay, s) for lay, shapes in LARGEST.items() for s in shapes]
+)
+def test_payload_stays_under_1mb_at_the_largest_shapes(layout: str, shape: tuple) -> None:
+    assert math.prod(shape) <= 2**22
+    x = torch.randn(shape)
+    cell = tuple(n // 2 for n in shape)
+    C = shape[LAYOUTS[layout].channel_axis]
+    for method, axes in [
+        ("batch", None),
+        ("group", None),
+        ("custom", "B,C" if layout == "BTC" else "N,H"),
+    ]:
+        g = (2 if C % 2 == 0 else 1) if method == "group" else None
+        figs = [
+            blocks.make_block_figure(method, layout, shape, groups=g, axes=axes, cell=cell),
+            blocks.make_block_figure(
+                method, layout, shape, groups=g, axes=axes, cell=cell, partition=True, split_hw=True
+            ),
+            blocks.make_flat_figure(x, method, layout, groups=g, axes=axes, cell=cell),
+            blocks.make_flat_figure(
+                x, method, layout, groups=g, axes=axes, cell=cell, partition=True
+            ),
+        ]
+        for fig in figs:
+            assert len(fig.to_json()) <= MB
+    assert len(blocks.make_methods_figure(layout, shape, 1).to_json()) <= MB
+
+
+def test_invalid_settings_raise_a_config_error() -> None:
+    with pytest.raises(NormConfigError, match="divisible"):
+        blocks.make_block_figure("group", "BTC", (2, 3, 8), groups=3)
+    with pytest.raises(NormConfigError, match="outside"):
+        blocks.make_flat_figure(torch.zeros(2, 3, 4), "layer", "BTC", cell=(0, 3, 0))
