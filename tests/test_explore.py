@@ -1,0 +1,274 @@
+"""explore: group numbers, contract card and the classic confusions, with torch.nn as the oracle."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from normviz import (
+    LAYOUTS,
+    METHODS,
+    STANDARD_METHODS,
+    NormConfigError,
+    contract,
+    explore,
+    group_ids,
+    normalize,
+)
+
+torch.set_num_threads(2)
+SHAPES = {"BTC": (3, 5, 6), "NCHW": (2, 6, 3, 4)}
+G = 3
+
+
+def _g(method: str) -> int | None:
+    return G if METHODS[method].grouped else None
+
+
+def torch_module(method: str, layout: str, shape: tuple[int, ...]):
+    """The torch.nn layer for `method`, and how to apply it to a tensor in `layout`."""
+    C = shape[LAYOUTS[layout].channel_axis]
+    if layout == "BTC":
+        mods = {
+            "batch": (lambda: nn.BatchNorm1d(C), True),
+            "layer": (lambda: nn.LayerNorm(C), False),
+            "instance": (lambda: nn.InstanceNorm1d(C), True),
+            "group": (lambda: nn.GroupNorm(G, C), True),
+            "rms": (lambda: nn.RMSNorm(C), False),
+        }
+    else:
+        mods = {
+            "batch": (lambda: nn.BatchNorm2d(C), False),
+            "layer": (lambda: nn.LayerNorm(shape[1:]), False),
+            "instance": (lambda: nn.InstanceNorm2d(C), False),
+            "group": (lambda: nn.GroupNorm(G, C), False),
+            "rms": (lambda: nn.RMSNorm(shape[1:]), False),
+        }
+    make, transpose = mods[method]  # build only this one (GroupNorm checks C % G)
+    mod = make()
+
+    def apply(x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return mod(x.transpose(1, 2)).transpose(1, 2) if transpose else mod(x)
+
+    return mod, apply
+
+
+def _x(shape: tuple[int, ...], seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g) * 2 + torch.arange(shape[-1]) * 0.5
+
+
+CASES = [(m, lay) for lay in SHAPES for m in STANDARD_METHODS]
+
+
+@pytest.mark.parametrize(("method", "layout"), [*CASES, ("custom", "BTC"), ("custom", "NCHW")])
+def test_group_slices_is_the_group_of_group_ids(method: str, layout: str) -> None:
+    shape = SHAPES[layout]
+    axes = {"BTC": "B,C", "NCHW": "N,H"}[layout] if method == "custom" else None
+    con = contract(method, layout, shape, _g(method), axes)
+    ids = group_ids(method, layout, shape, _g(method), axes)
+    for cell in np.ndindex(*shape):
+        mask = np.zeros(shape, dtype=bool)
+        mask[explore.group_slices(con, cell)] = True
+        np.testing.assert_array_equal(mask, ids == ids[cell])
+
+
+@pytest.mark.parametrize(("method", "layout"), CASES)
+def test_selected_group_numbers_match_torch(method: str, layout: str) -> None:
+    shape = SHAPES[layout]
+    x = _x(shape)
+    _, apply = torch_module(method, layout, shape)
+    y_torch = apply(x)
+    ids = group_ids(method, layout, shape, _g(method))
+    for cell in [(0,) * len(shape), tuple(n - 1 for n in shape), (1, 2, 1, 3)[: len(shape)]]:
+        d = explore.selected_group(x, method, layout, cell, groups=_g(method), eps=1e-5)
+        members = x.numpy()[ids == ids[cell]].astype(np.float64)
+        assert d.m == members.size
+        np.testing.assert_allclose(d.values, members[: len(d.values)], rtol=1e-6)
+        if METHODS[method].centred:
+            assert d.mean == pytest.approx(members.mean(), abs=1e-5)
+            assert d.var == pytest.approx(members.var(), rel=1e-4)
+        else:
+            assert d.mean is None
+            assert d.var == pytest.approx((members**2).mean(), rel=1e-4)
+        assert d.x == float(x[cell])
+        assert d.y == pytest.approx(float(y_torch[cell]), abs=1e-5)  # torch.nn, the oracle
+        # the numbers shown substitute back into the formula
+        centre = d.mean if d.mean is not None else 0.0
+        assert (d.x - centre) / math.sqrt(d.var + d.eps) == pytest.approx(d.y, abs=1e-4)
+        latex = d.computation_latex()
+        assert latex.startswith("y = \\frac{") and latex.endswith(explore._num(d.y))
+        assert explore._num(d.var) in latex and explore._num(d.x) in latex
+        assert f"m = {d.m}" in d.stats_latex()
+        assert ("\\mu" in d.formula_latex()) == METHODS[method].centred
+
+
+def test_values_text_and_numbers() -> None:
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    d = explore.selected_group(x, "batch", "BTC", (0, 0, 1))
+    assert d.values == (1.0, 5.0, 9.0, 13.0, 17.0, 21.0)
+    assert d.values_text().startswith("1.000, 5.000") and "(6 values)" not in d.values_text()
+    d = explore.selected_group(torch.arange(64.0).reshape(1, 8, 8), "batch", "BTC", (0, 0, 0))
+    assert d.values_text().endswith("… (8 values)")
+    assert explore._num(12345.6) == "1.235\\times 10^{4}"
+    assert explore._num(-0.25) == "-0.25"
+    assert explore._eps(1e-5) == "10^{-5}" and explore._eps(0.0) == "0"
+
+
+def test_cell_outside_the_tensor_is_refused() -> None:
+    with pytest.raises(NormConfigError, match="outside"):
+        explore.selected_group(torch.zeros(2, 3, 4), "layer", "BTC", (2, 0, 0))
+
+
+@pytest.mark.parametrize(
+    ("method", "layout", "shape", "grow"),
+    [
+        ("batch", "BTC", (1, 1, 4), "B or T"),
+        ("batch", "NCHW", (1, 3, 1, 1), "N or H or W"),
+        ("instance", "BTC", (2, 1, 4), "T"),
+        ("instance", "NCHW", (2, 3, 1, 1), "H or W"),
+    ],
+)
+def test_refused_settings_match_torch_and_get_a_hint(method, layout, shape, grow) -> None:
+    x = _x(shape)
+    _, apply = torch_module(method, layout, shape)
+    with pytest.raises(ValueError, match="more than 1"):  # torch refuses it too
+        apply(x)
+    with pytest.raises(NormConfigError, match="more than 1 value"):
+        explore.selected_group(x, method, layout, (0,) * len(shape))
+    hint = explore.refusal_hint(method, layout, shape)
+    assert f"Make {grow} larger than 1" in hint
+    assert ("evaluation mode" in hint) == METHODS[method].train_eval_differ
+    assert explore.refusal_hint(method, layout, SHAPES[layout]) == ""
+
+
+def test_clamp_cell() -> None:
+    assert explore.clamp_cell((4, 6, 8), (9, -2, 7)) == (3, 0, 7)
+    assert explore.clamp_cell((4, 6, 8), None) == (0, 0, 0)
+    assert explore.clamp_cell((4, 6, 8), ("a", 1, 2)) == (0, 0, 0)
+    assert explore.clamp_cell((4, 6, 8, 2), (1, 2, 3)) == (0, 0, 0, 0)
+
+
+# ---- contract card -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("method", "layout"), CASES)
+def test_contract_card_agrees_with_torch_behaviour(method: str, layout: str) -> None:
+    shape = SHAPES[layout]
+    card = explore.contract_card(method, layout, shape, _g(method))
+    assert card.n_stats * card.per_stat == math.prod(shape)
+    assert card.uses_other_samples == METHODS[method].batch_dependent
+    assert card.train_eval_differ == METHODS[method].train_eval_differ
+    mod, apply = torch_module(method, layout, shape)
+    x = _x(shape)
+    # depends on other samples: change sample 1, watch sample 0's output in torch
+    x2 = x.clone()
+    x2[1] = x2[1] * 3 + 1
+    changed = not torch.allclose(apply(x)[0], apply(x2)[0], atol=1e-6)
+    assert card.uses_other_samples == changed
+    # differs between training and evaluation: the same input in both modes
+    train = apply(x)
+    mod.eval()
+    assert card.train_eval_differ == (not torch.allclose(train, apply(x), atol=1e-6))
+    rows = dict(card.rows())
+    assert rows["reduces over"] == ", ".join(card.reduces)
+    assert rows["values per statistic"].endswith(f"= {card.per_stat}")
+    assert rows["subtracts the mean"] == ("yes" if METHODS[method].centred else "no")
+
+
+def test_contract_card_for_custom_axes() -> None:
+    card = explore.contract_card("custom", "NCHW", (2, 3, 4, 5), axes="N,H", centred=False)
+    assert card.reduces == ("N", "H") and card.keeps == ("C", "W")
+    assert card.uses_other_samples and card.train_eval_differ and not card.centred
+    assert card.n_stats == 15 and card.per_stat == 8
+    card = explore.contract_card("custom", "BTC", (2, 3, 4), axes="T,C")
+    assert not card.uses_other_samples and not card.train_eval_differ
+
+
+# ---- custom axes -----------------------------------------------------------------------
+
+
+def test_explain_axes_names_the_method() -> None:
+    v = explore.explain_axes("BTC", "T,B")
+    assert v.method == "batch" and v.axes == ("B", "T") and "BatchNorm" in v.text
+    assert explore.explain_axes("NCHW", "C,H,W").method == "layer"
+    rms = explore.explain_axes("NCHW", "C,H,W", centred=False)
+    assert rms.method == "rms" and "RMSNorm" in rms.text
+    none = explore.explain_axes("NCHW", "C")
+    assert none.method is None and "No standard layer" in none.text
+    assert "Tick at least one" in explore.explain_axes("BTC", "").text
+    with pytest.raises(NormConfigError, match="unknown axis"):
+        explore.explain_axes("BTC", "H")
+
+
+def _keys(*args, **kw) -> list[str]:
+    return [c.key for c in explore.confusions(*args, **kw)]
+
+
+def test_channels_last_layernorm_is_not_groupnorm_1() -> None:
+    shape = (2, 6, 3, 4)
+    x = _x(shape)
+    C = shape[1]
+    with torch.no_grad():
+        channels_last = nn.LayerNorm(C)(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+        gn1 = nn.GroupNorm(1, C)(x)
+    ours = normalize(x, "custom", "NCHW", axes="C").output
+    torch.testing.assert_close(ours, channels_last, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(normalize(x, "custom", "NCHW", axes="C,H,W").output, gn1)
+    assert not torch.allclose(channels_last, gn1, atol=1e-3)
+    (c,) = explore.confusions("custom", "NCHW", shape, axes="C")
+    assert c.key == "channels_last" and "GroupNorm(1, C)" in c.title and "GroupNorm(1, 6)" in c.text
+    assert f"{2 * 3 * 4}" in c.text and f"{6 * 3 * 4}" in c.text
+    assert _keys("group", "NCHW", shape, groups=1) == ["channels_last"]
+    assert _keys("group", "NCHW", shape, groups=3) == []
+    assert _keys("layer", "NCHW", shape) == []
+
+
+def test_batchnorm1d_wants_channels_first() -> None:
+    B, T, C = 3, 5, 6
+    x = _x((B, T, C))
+    with pytest.raises(RuntimeError):  # channels-last input: torch refuses (T != C)
+        nn.BatchNorm1d(C)(x)
+    with torch.no_grad():
+        untransposed = nn.BatchNorm1d(T)(x)  # takes T as the channels: pools B and C
+        right = nn.BatchNorm1d(C)(x.transpose(1, 2)).transpose(1, 2)
+    torch.testing.assert_close(normalize(x, "custom", "BTC", axes="B,C").output, untransposed)
+    torch.testing.assert_close(normalize(x, "batch", "BTC").output, right)
+    (c,) = explore.confusions("batch", "BTC", (B, T, C))
+    assert c.key == "batchnorm1d" and "(N, C, L)" in c.title and f"BatchNorm1d({T})" in c.text
+    assert "T = C" in explore.confusions("batch", "BTC", (2, 4, 4))[0].text
+    (c,) = explore.confusions("custom", "BTC", (B, T, C), axes="B,C")
+    assert c.key == "batchnorm1d" and f"BatchNorm1d({T})" in c.text
+    assert _keys("custom", "BTC", (B, T, C), axes="B,T") == ["batchnorm1d"]
+    assert _keys("layer", "BTC", (B, T, C)) == []
+
+
+def test_instancenorm_is_layernorm_over_one_feature_map() -> None:
+    N, C, H, W = 2, 3, 4, 5
+    x = _x((N, C, H, W))
+    with torch.no_grad():
+        inst = nn.InstanceNorm2d(C)(x)
+        as_layer = nn.LayerNorm(H * W, elementwise_affine=False)(x.reshape(N, C, H * W))
+    torch.testing.assert_close(inst, as_layer.reshape(N, C, H, W), atol=1e-5, rtol=1e-5)
+    (c,) = explore.confusions("instance", "NCHW", (N, C, H, W))
+    assert c.key == "instance_as_layer" and f"H·W = {H * W}" in c.text
+    assert _keys("custom", "NCHW", (N, C, H, W), axes="H,W") == ["instance_as_layer"]
+    xs = _x((2, 5, 3))  # (B, T, C): each feature's sequence is the embedding
+    with torch.no_grad():
+        inst1 = nn.InstanceNorm1d(3)(xs.transpose(1, 2))
+        seq = nn.LayerNorm(5, elementwise_affine=False)(xs.transpose(1, 2))
+    torch.testing.assert_close(inst1, seq, atol=1e-5, rtol=1e-5)
+    assert _keys("instance", "BTC", (2, 5, 3)) == ["instance_as_layer"]
+
+
+def test_verification_text() -> None:
+    ok, text = explore.verification_text("nn.BatchNorm1d", 4.8e-7)
+    assert ok and text == "matches torch.nn.BatchNorm1d, max |Δ| = 4.8e-07"
+    ok, text = explore.verification_text("torch.mean/var", 0.5)
+    assert not ok and "differs from torch.mean/var" in text
+    assert not explore.verification_text("nn.LayerNorm", float("nan"))[0]
