@@ -24,6 +24,7 @@ from normviz.bnlab import (
     ShiftResult,
     SyncResult,
 )
+from normviz.bnmodel import ModelReport
 from normviz.methods import METHODS
 
 BATCH = style.BEFORE  # batch statistics: grey dots
@@ -460,3 +461,42 @@ def make_checkpoint_figure(res: CheckpointResult, presenter: bool = False) -> go
         legend={"orientation": "h", "y": -0.25},
     )
     return style.apply(fig, presenter, height=440)
+
+
+MODEL_SCORES: tuple[tuple[str, str, str], ...] = (
+    # (AccuracyRow field, legend label, colour)
+    ("train_clean", "training mode", style.PALETTE[4]),
+    ("eval_clean", "evaluation mode", style.PALETTE[0]),
+    ("train_shifted", "training mode, shifted test data", style.PALETTE[1]),
+    ("eval_shifted", "evaluation mode, shifted test data", style.PALETTE[5]),
+)
+
+
+def make_model_figure(report: ModelReport, presenter: bool = False) -> go.Figure:
+    """Simulation 10: test accuracy of every run, per mode, on clean and shifted data."""
+    runs = [f"{METHODS[r.method].label}, batch {r.batch_size}" for r in report.rows]
+    fig = go.Figure()
+    for field, label, colour in MODEL_SCORES:
+        fig.add_trace(
+            go.Bar(
+                x=runs,
+                y=_r([getattr(r, field) for r in report.rows], 4),
+                name=label,
+                marker={"color": colour},
+                texttemplate="%{y:.0%}",
+                textposition="outside",
+            )
+        )
+    fig.add_hline(
+        y=report.chance,
+        line={"color": TRUTH, "dash": "dash", "width": 2},
+        annotation_text="chance",
+        annotation_position="top left",
+    )
+    fig.update_yaxes(title_text="test accuracy", range=[0, 1.12], tickformat=".0%")
+    fig.update_layout(
+        barmode="group",
+        title=f"Test accuracy (shifted data: shift {report.shift:g} σ, scale ×{report.scale:g})",
+        legend={"orientation": "h", "y": -0.2},
+    )
+    return style.apply(fig, presenter, height=480)

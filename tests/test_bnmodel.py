@@ -1,0 +1,116 @@
+"""The small real model: seeded training, and the qualitative BatchNorm result it teaches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from normviz import NormConfigError, bnmodel
+from normviz.figures import batchnorm as figs
+
+
+@pytest.fixture(scope="module")
+def trained() -> dict[int, bnmodel.Trained]:
+    """The page's default runs (GroupNorm beside BatchNorm) for two seeds, trained once."""
+    return {seed: bnmodel.train_all(bnmodel.ModelConfig(seed=seed)) for seed in (0, 1)}
+
+
+def test_data_is_seeded_and_raw() -> None:
+    cfg = bnmodel.ModelConfig(seed=4)
+    a, b = bnmodel.make_data(cfg), bnmodel.make_data(cfg)
+    assert torch.equal(a.x_train, b.x_train) and torch.equal(a.y_test, b.y_test)
+    other = bnmodel.make_data(bnmodel.ModelConfig(seed=5))
+    assert not torch.equal(a.x_train, other.x_train)
+    assert a.x_train.shape == (cfg.n_train, cfg.features) and a.x_test.shape[0] == cfg.n_test
+    assert set(a.y_train.tolist()) == set(range(cfg.classes))
+    # raw features: far from standardized, so the first normalization has work to do
+    assert a.mean.abs().max() > 1.0 and a.std.max() / a.std.min() > 2.0
+
+
+def test_network_uses_the_real_torch_layers() -> None:
+    cfg = bnmodel.ModelConfig()
+    kinds = {m: [type(x) for x in bnmodel.build(m, cfg)] for m in ("batch", "layer", "group")}
+    assert kinds["batch"].count(nn.BatchNorm1d) == 2
+    assert kinds["layer"].count(nn.LayerNorm) == 2
+    assert kinds["group"].count(nn.GroupNorm) == 2
+    with pytest.raises(NormConfigError, match="compares BatchNorm with one of group, layer"):
+        bnmodel.train_all(bnmodel.ModelConfig(compare="instance"))
+
+
+def test_training_is_seeded_and_reports_progress() -> None:
+    cfg = bnmodel.ModelConfig(seed=2, steps=40, compare="layer")
+    seen: list[tuple[float, str]] = []
+    a = bnmodel.train_all(cfg, progress=lambda f, text: seen.append((f, text)))
+    b = bnmodel.train_all(cfg)
+    assert [(r.method, r.batch_size) for r in a.runs] == [
+        ("batch", 2),
+        ("batch", 64),
+        ("layer", 2),
+        ("layer", 64),
+    ]
+    for ra, rb in zip(a.runs, b.runs, strict=True):
+        assert ra.state.keys() == rb.state.keys()
+        assert all(torch.equal(ra.state[k], rb.state[k]) for k in ra.state)
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any("BatchNorm at batch size 2" in t for _, t in seen)
+    # the BatchNorm buffers are torch's own, one update per training step
+    assert int(a.runs[0].state["1.num_batches_tracked"]) == cfg.steps
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tiny_batches_lose_to_normal_batches_under_shift(
+    trained: dict[int, bnmodel.Trained], seed: int
+) -> None:
+    rep = bnmodel.evaluate(trained[seed], shift=0.5, scale=1.0)
+    rows = {(r.method, r.batch_size): r for r in rep.rows}
+    bn2, bn64 = rows[("batch", 2)], rows[("batch", 64)]
+    # the issue's claim: evaluation accuracy with batch size 2 and shift is below batch size 64's
+    assert bn2.eval_shifted < bn64.eval_shifted
+    # and batch size 2 already shows the train/eval split without any shift
+    assert bn2.eval_clean < bn64.eval_clean
+    assert bn2.train_clean != bn2.eval_clean
+    # GroupNorm has no train/eval split: both modes agree (up to a tied prediction or two)
+    for b in (2, 64):
+        gn = rows[("group", b)]
+        assert abs(gn.train_clean - gn.eval_clean) <= 0.002
+    assert rep.chance == 0.25
+
+
+def test_evaluation_leaves_the_trained_runs_alone(trained: dict[int, bnmodel.Trained]) -> None:
+    run = trained[0].runs[0]
+    before = {k: v.clone() for k, v in run.state.items()}
+    rep = bnmodel.evaluate(trained[0], shift=2.0, scale=3.0)
+    assert all(torch.equal(before[k], run.state[k]) for k in before)
+    assert (rep.shift, rep.scale) == (2.0, 3.0)
+    none = bnmodel.evaluate(trained[0], shift=0.0, scale=1.0)
+    for r in none.rows:  # no shift: the shifted columns are the clean ones
+        assert (r.train_shifted, r.eval_shifted) == (r.train_clean, r.eval_clean)
+
+
+def test_accuracy_in_training_mode_uses_the_training_batch_size() -> None:
+    cfg = bnmodel.ModelConfig(steps=5)
+    model = bnmodel.build("batch", cfg, torch.Generator().manual_seed(0))
+    data = bnmodel.make_data(cfg)
+    calls: list[int] = []
+    model[1].register_forward_hook(lambda m, i, o: calls.append(i[0].shape[0]))
+    bnmodel.accuracy(model, data.x_test, data.y_test, training=True, batch_size=64)
+    assert set(calls) == {64} and len(calls) == cfg.n_test // 64
+    calls.clear()
+    bnmodel.accuracy(model, data.x_test, data.y_test, training=False, batch_size=64)
+    assert calls == [cfg.n_test]
+
+
+def test_model_figure(trained: dict[int, bnmodel.Trained]) -> None:
+    rep = bnmodel.evaluate(trained[0], shift=0.5, scale=1.0)
+    fig = figs.make_model_figure(rep)
+    assert [t.name for t in fig.data] == [label for _, label, _ in figs.MODEL_SCORES]
+    assert list(fig.data[1].x) == [
+        "BatchNorm, batch 2",
+        "BatchNorm, batch 64",
+        "GroupNorm, batch 2",
+        "GroupNorm, batch 64",
+    ]
+    assert fig.data[3].y[0] == pytest.approx(rep.rows[0].eval_shifted, abs=1e-4)
+    assert len(fig.to_json()) <= 1_000_000
