@@ -57,7 +57,7 @@ PLACEMENT_HELP: dict[str, str] = {
     PRE: "normalizes the input of a residual branch; the skip path bypasses it",
     POST: "normalizes the sum x + F(x); every path goes through it",
     BRANCH: "sits inside F, after a convolution or linear layer; the skip path bypasses it",
-    FINAL: "normalizes the stream after residual blocks (a final norm, or a plain layer)",
+    FINAL: "normalizes the stream after pre-norm residual blocks (a final norm), or later",
     NONE: "the model has no residual add around it",
 }
 
@@ -251,24 +251,47 @@ def residual_adds(graph: fx.Graph) -> list[tuple[fx.Node, fx.Node, fx.Node]]:
     return out
 
 
+def _is_pre(
+    norm: fx.Node,
+    adds: list[tuple[fx.Node, fx.Node, fx.Node]],
+    memo: dict[fx.Node, frozenset[fx.Node]],
+    within: fx.Node | None = None,
+) -> bool:
+    """True when `norm` opens a residual branch: it normalizes the add's skip operand.
+
+    `within`: only that add's branch counts.
+    """
+    inp = norm.args[0] if norm.args else None
+    return any(
+        skip is inp and (norm is branch or norm in _ancestors(branch, memo))
+        for add, skip, branch in adds
+        if within is None or add is within
+    )
+
+
 def _placement(
     norm: fx.Node,
     adds: list[tuple[fx.Node, fx.Node, fx.Node]],
     memo: dict[fx.Node, frozenset[fx.Node]],
+    norms: list[fx.Node],
 ) -> str:
     """Where a norm node sits relative to the residual adds (see PLACEMENT_HELP)."""
     inp = norm.args[0] if norm.args else None
-    in_branch = [
-        (skip, branch)
-        for _, skip, branch in adds
-        if norm is branch or norm in _ancestors(branch, memo)
-        if norm is not skip and norm not in _ancestors(skip, memo)
-    ]
-    if any(skip is inp for skip, _ in in_branch):
+    if _is_pre(norm, adds, memo):
         return PRE  # (checked first: in pre-norm the input is often the previous add)
-    if any(inp is add for add, _, _ in adds):
+    fed_by_add = next((add for add, _, _ in adds if inp is add), None)
+    if fed_by_add is not None:
+        # a norm after a sum whose branch already opened with a norm is the final norm
+        # of a pre-norm stream (GPT-2's ln_f), not post-norm
+        if any(_is_pre(n, adds, memo, within=fed_by_add) for n in norms):
+            return FINAL
         return POST
-    if in_branch:
+    if any(
+        (norm is branch or norm in _ancestors(branch, memo))
+        and norm is not skip
+        and norm not in _ancestors(skip, memo)
+        for _, skip, branch in adds
+    ):
         return BRANCH
     if any(add in _ancestors(norm, memo) for add, _, _ in adds):
         return FINAL
@@ -373,7 +396,11 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
         method = method_of(m)
         assert method is not None
         node = norm_nodes.get(n)
-        placement = _placement(node, adds, memo) if node is not None else "unknown"
+        placement = (
+            _placement(node, adds, memo, list(norm_nodes.values()))
+            if node is not None
+            else "unknown"
+        )
         fed_by, fed_bias, needless = None, False, False
         if node is not None and node.args and isinstance(node.args[0], fx.Node):
             src = node.args[0]

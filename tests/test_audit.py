@@ -1,0 +1,358 @@
+"""The model audit: every zoo model's findings asserted; axes checked against torch itself."""
+
+from __future__ import annotations
+
+import io as pyio
+import pickle
+
+import pytest
+import safetensors.torch
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import normviz
+from normviz import audit, io
+
+PRE, POST, BRANCH, FINAL = audit.PRE, audit.POST, audit.BRANCH, audit.FINAL
+BN_BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
+
+# For every zoo model: layer -> (type, placement, γ, β, running buffers, needless bias)
+EXPECTED: dict[str, dict[str, tuple[str, str, bool, bool, tuple[str, ...], bool]]] = {
+    "resnet": {
+        "bn1": ("BatchNorm2d", BRANCH, True, True, BN_BUFFERS, True),  # conv1 has a bias
+        "bn2": ("BatchNorm2d", BRANCH, True, True, BN_BUFFERS, False),  # conv2 has none
+    },
+    "pre_ln": {
+        "ln1": ("LayerNorm", PRE, True, True, (), False),
+        "ln2": ("LayerNorm", PRE, True, True, (), False),
+    },
+    "post_ln": {
+        "ln1": ("LayerNorm", POST, True, True, (), False),
+        "ln2": ("LayerNorm", POST, True, True, (), False),
+    },
+    "unet": {
+        "enc.gn1": ("GroupNorm", PRE, True, True, (), False),
+        "enc.gn2": ("GroupNorm", BRANCH, True, True, (), False),  # bias before GN is not needless
+        "mid.gn1": ("GroupNorm", PRE, True, True, (), False),
+        "mid.gn2": ("GroupNorm", BRANCH, True, True, (), False),
+        "dec_norm": ("GroupNorm", FINAL, True, True, (), False),
+    },
+    "style": {
+        "in1": ("InstanceNorm2d", BRANCH, True, True, (), True),  # per-channel mean: needless
+        "in2": ("InstanceNorm2d", BRANCH, True, True, (), True),
+    },
+    "rms_decoder": {
+        "attn_norm": ("RMSNorm", PRE, True, False, (), False),  # RMSNorm has no β
+        "mlp_norm": ("RMSNorm", PRE, True, False, (), False),
+    },
+}
+AXES = {
+    "resnet": ("N, H, W", "C"),
+    "pre_ln": ("C", "B, T"),
+    "post_ln": ("C", "B, T"),
+    "unet": ("C/G, H, W", "N, G"),
+    "style": ("H, W", "N, C"),
+    "rms_decoder": ("C", "B, T"),
+}
+LAYOUT = {"resnet": "NCHW", "unet": "NCHW", "style": "NCHW"}
+
+
+@pytest.fixture(scope="module")
+def reports() -> dict[str, audit.AuditReport]:
+    return {k: audit.audit_zoo_model(k) for k in audit.ZOO}
+
+
+def test_the_zoo_is_what_the_issue_asks_for() -> None:
+    assert set(EXPECTED) == set(audit.ZOO)
+
+
+@pytest.mark.parametrize("key", list(EXPECTED))
+def test_zoo_findings(key: str, reports: dict[str, audit.AuditReport]) -> None:
+    r = reports[key]
+    assert r.traced
+    assert {f.name for f in r.findings} == set(EXPECTED[key])
+    for name, (kind, place, gamma, beta, buffers, needless) in EXPECTED[key].items():
+        f = r.finding(name)
+        assert f.module_type == kind, name
+        assert f.placement == place, name
+        assert (f.has_gamma, f.has_beta) == (gamma, beta), name
+        assert f.running_buffers == buffers, name
+        assert f.buffers_in_state_dict, name
+        assert f.needless_bias == needless, name
+        assert (f.axes, f.keeps) == AXES[key], name
+
+
+def test_residual_adds_and_checklist(reports: dict[str, audit.AuditReport]) -> None:
+    adds = {k: r.residual_adds for k, r in reports.items()}
+    assert adds == {
+        "resnet": 1,
+        "pre_ln": 2,
+        "post_ln": 2,
+        "unet": 2,
+        "style": 1,
+        "rms_decoder": 2,
+    }
+    res = dict(reports["resnet"].checklist())
+    assert res["Bias disabled before per-channel norms (BatchNorm, InstanceNorm)"] == (
+        "no: needless bias in conv1"
+    )
+    assert res["Running statistics saved in the checkpoint"] == "yes, in the state_dict"
+    assert res["Depends on the batch / differs train vs eval"].startswith("yes")
+    assert reports["resnet"].needless_biases == ("conv1",)
+    assert reports["style"].needless_biases == ("conv1", "conv2")
+    rms = dict(reports["rms_decoder"].checklist())
+    assert rms["γ and β present"] == "γ only (no β): attn_norm, mlp_norm"
+    assert rms["Running statistics saved in the checkpoint"] == "no running statistics"
+    assert dict(reports["post_ln"].checklist())["Before or after the residual add"] == POST
+    assert len(audit.checklist_frame(reports["unet"])) == 8
+    frame = audit.findings_frame(reports["resnet"])
+    assert frame.loc["bn1", "needless bias"] == "YES"
+    assert frame.loc["bn1", "fed by"] == "conv1 (bias)"
+
+
+@pytest.mark.parametrize("key", list(EXPECTED))
+def test_the_reported_axes_are_what_torch_computes(
+    key: str, reports: dict[str, audit.AuditReport]
+) -> None:
+    """Each layer, run by torch on its recorded input shape, equals normalize() on those axes."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = audit.ZOO[key].build()
+    modules = dict(model.named_modules())
+    for f in reports[key].findings:
+        m = modules[f.name].train()
+        x = torch.randn(f.input_shape, generator=torch.Generator().manual_seed(1)) * 3 + 1
+        with torch.no_grad():
+            want = m(x)
+        groups = m.num_groups if f.method == "group" else None
+        layout = LAYOUT.get(key, "BTC")
+        got = normviz.normalize(x, f.method, layout, groups=groups, eps=m.eps).output
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)  # fresh γ = 1, β = 0
+        assert ", ".join(normviz.contract(f.method, layout, f.input_shape, groups).axes) == f.axes
+
+
+def test_the_audit_leaves_running_statistics_alone() -> None:
+    model = audit.ResNetBlock()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    audit.audit(model.train(), torch.randn(2, 16, 8, 8))
+    assert model.training
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+
+
+@pytest.mark.parametrize("key", list(EXPECTED))
+def test_param_groups_exclude_norm_params_and_biases(
+    key: str, reports: dict[str, audit.AuditReport]
+) -> None:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = audit.ZOO[key].build()
+    g = reports[key].param_groups
+    names = [n for n, _ in model.named_parameters()]
+    assert sorted(g.decay + g.no_decay) == sorted(names)  # every parameter exactly once
+    assert not set(g.decay) & set(g.no_decay)
+    norm_owners = {f.name for f in reports[key].findings}
+    for n in g.decay:
+        assert n.rpartition(".")[0] not in norm_owners and not n.endswith("bias")
+        assert dict(model.named_parameters())[n].ndim >= 2
+    assert (
+        set(g.norm_params)
+        == {n for n in names if n.rpartition(".")[0] in norm_owners}
+        <= set(g.no_decay)
+    )
+    opt = torch.optim.AdamW(g.groups(model, 0.05), lr=1e-3)
+    assert [grp["weight_decay"] for grp in opt.param_groups] == [0.05, 0.0]
+    # the code the page shows builds the same two groups
+    scope: dict[str, object] = {"model": model, "torch": torch}
+    exec(audit.optimizer_code(g, 0.05), scope)
+    shown = scope["optimizer"].param_groups  # type: ignore[attr-defined]
+    assert [len(p["params"]) for p in shown] == [len(g.decay), len(g.no_decay)]
+
+
+# ---- placement on hand-written graphs ----------------------------------------------------
+
+
+class _InPlace(nn.Module):
+    """A pre-norm block written with += and torch.add."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n1, self.f1 = nn.LayerNorm(8), nn.Linear(8, 8)
+        self.n2, self.f2 = nn.LayerNorm(8), nn.Linear(8, 8)
+        self.out = nn.LayerNorm(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.add(x, self.f1(self.n1(x)))
+        y = x
+        y += self.f2(self.n2(x))
+        return self.out(y)
+
+
+class _Branchy(nn.Module):
+    """Data-dependent control flow: torch.fx cannot trace it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return x + self.norm(x)
+        return x
+
+
+class _NoSkip(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(4, 4, bias=True)
+        self.bn = nn.BatchNorm1d(4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.relu(self.bn(self.fc(x)))
+
+
+def test_placement_with_other_add_spellings() -> None:
+    r = audit.audit(_InPlace(), torch.randn(2, 3, 8))
+    assert r.placements == {"n1": PRE, "n2": PRE, "out": FINAL}
+    assert r.residual_adds == 2
+
+
+def test_untraceable_models_say_unknown() -> None:
+    r = audit.audit(_Branchy(), torch.ones(2, 4))
+    assert not r.traced and r.placements == {"norm": "unknown"}
+    assert "unknown" in dict(r.checklist())["Before or after the residual add"]
+
+
+def test_no_residual_and_a_linear_bias_before_batchnorm() -> None:
+    r = audit.audit(_NoSkip(), torch.randn(5, 4))
+    f = r.finding("bn")
+    assert f.placement == audit.NONE and f.needless_bias and f.fed_by == "fc"
+    assert f.axes == "every dim but dim 1 (per channel)"  # (N, C) fits no named layout
+
+
+def test_buffers_missing_from_the_state_dict_are_reported() -> None:
+    class Lossy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.bn = nn.BatchNorm1d(4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.bn(x)
+
+        def state_dict(self, *args: object, **kwargs: object) -> dict:  # type: ignore[override]
+            return {k: v for k, v in super().state_dict().items() if "running" not in k}
+
+    r = audit.audit(Lossy(), torch.randn(5, 4))
+    assert not r.finding("bn").buffers_in_state_dict
+    assert dict(r.checklist())["Running statistics saved in the checkpoint"].startswith("NO")
+
+
+def test_audit_errors() -> None:
+    with pytest.raises(audit.AuditError, match="no normalization"):
+        audit.audit(nn.Linear(3, 3), torch.randn(2, 3))
+    with pytest.raises(audit.AuditError, match="shape"):
+        audit.audit(audit.ResNetBlock(), torch.randn(2, 5, 8, 8))
+    with pytest.raises(audit.AuditError, match="unknown model"):
+        audit.audit_zoo_model("vgg")
+    assert issubclass(audit.AuditError, ValueError)
+
+
+def test_bias_rule_reads_the_registry() -> None:
+    assert [k for k in normviz.STANDARD_METHODS if audit.bias_is_needless(k)] == [
+        "batch",
+        "instance",
+    ]
+
+
+# ---- uploaded state_dicts ----------------------------------------------------------------
+
+
+def _pt_bytes(obj: object) -> bytes:
+    buf = pyio.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def test_sample_safetensors_through_the_safe_loader() -> None:
+    data = audit.zoo_safetensors("resnet")
+    report = audit.audit_state_dict(io.load_tensors(data, "resnet.safetensors"))
+    names = {n.prefix: n for n in report.norms}
+    assert set(names) == {"bn1", "bn2"}
+    bn1 = names["bn1"]
+    assert bn1.method == "batch" and bn1.buffers == BN_BUFFERS
+    assert bn1.params == ("weight (16,)", "bias (16,)")
+    assert bn1.notes == ("updated in 3 training step(s)",)
+    assert set(report.decay) == {"conv1.weight", "conv2.weight"}
+    assert "conv1.bias" in report.no_decay and "bn1.weight" in report.no_decay
+    # the warm-up really moved the running statistics (data with mean 1, std 2)
+    t = safetensors.torch.load(data)
+    assert t["bn1.running_mean"].abs().mean() > 0.05
+
+
+@pytest.mark.parametrize("key", list(EXPECTED))
+def test_every_zoo_state_dict_through_torch_save(key: str) -> None:
+    sd = audit.zoo_state_dict(key)
+    report = audit.audit_state_dict(io.load_tensors(_pt_bytes(sd), f"{key}.pt"))
+    found = {n.prefix for n in report.norms}
+    assert found == set(EXPECTED[key]), found
+    for n in report.norms:
+        buffers = EXPECTED[key][n.prefix][4]
+        assert n.buffers == buffers
+        assert any(p.startswith("weight") for p in n.params)
+        assert any(p.startswith("bias") for p in n.params) == EXPECTED[key][n.prefix][3]
+    fresh = {n.prefix: n for n in report.norms if n.buffers}
+    for n in fresh.values():
+        assert "never updated" in " ".join(n.notes)
+
+
+def test_state_dict_guesses_and_damage() -> None:
+    sd = {
+        "encoder.layers.0.norm1.weight": torch.ones(8),
+        "encoder.layers.0.norm1.bias": torch.zeros(8),
+        "h.0.ln_1.weight": torch.ones(8),
+        "blocks.0.gn.weight": torch.ones(8),
+        "blocks.0.gn.bias": torch.zeros(8),
+        "blocks.0.conv.weight": torch.ones(8, 8, 3, 3),
+        "scale.weight": torch.ones(8),
+        "bn.running_mean": torch.zeros(4),
+        "bn.running_var": -torch.ones(4),
+        "in_bn.running_mean": torch.zeros(4),
+        "in_bn.running_var": torch.ones(4),
+    }
+    r = {n.prefix: n for n in audit.audit_state_dict(sd).norms}
+    assert r["encoder.layers.0.norm1"].method == "layer"
+    assert r["h.0.ln_1"].method == "rms" and "γ only" in r["h.0.ln_1"].kind
+    assert r["blocks.0.gn"].method == "group"
+    assert "blocks.0.conv" not in r
+    assert r["scale"].method is None and "likely" in r["scale"].kind
+    assert "damaged" in " ".join(r["bn"].notes) and "no γ/β" in " ".join(r["bn"].notes)
+    assert "probably never updated" in " ".join(r["in_bn"].notes)
+    frame = audit.saved_norms_frame(audit.audit_state_dict(sd))
+    assert frame.loc["bn", "parameters"] == "none"
+    lone = audit.audit_state_dict({"bn.running_mean": torch.zeros(3)})
+    assert "evaluation mode cannot work" in " ".join(lone.norms[0].notes)
+
+
+def test_state_dict_errors() -> None:
+    with pytest.raises(audit.AuditError, match="no tensors"):
+        audit.audit_state_dict({})
+    with pytest.raises(audit.AuditError, match="not a tensor"):
+        audit.audit_state_dict({"a": [1, 2]})  # type: ignore[dict-item]
+    empty = audit.audit_state_dict({"fc.weight": torch.ones(3, 3)})
+    assert empty.norms == () and empty.decay == ("fc.weight",)
+
+
+class _Evil:
+    def __reduce__(self) -> tuple:
+        return (print, ("this must never run",))
+
+
+def test_a_pickle_that_runs_code_is_refused_not_loaded() -> None:
+    data = pickle.dumps({"w": _Evil()})
+    with pytest.raises(io.TensorLoadError):
+        io.load_tensors(data, "evil.pt")
+    buf = pyio.BytesIO()
+    torch.save({"w": _Evil()}, buf)
+    with pytest.raises(io.TensorLoadError):
+        io.load_tensors(buf.getvalue(), "evil.pt")
