@@ -29,7 +29,7 @@ FORMATS: dict[str, str] = {
     ".npy": "a NumPy array saved with np.save",
     ".pt": "a tensor, or a dict of tensors, saved with torch.save",
     ".pth": "same as .pt",
-    ".safetensors": "one or more named tensors (safetensors)",
+    ".safetensors": "named tensors saved with safetensors",
     ".csv": "a matrix of numbers, one row per line, read as (1, T, C)",
 }
 # A .pt/.npy file with one unnamed tensor is returned under this key.

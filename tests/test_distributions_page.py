@@ -1,0 +1,314 @@
+"""The /distributions page: AppTest for every generator and method, uploads, hostile input,
+figure budgets at the element cap, and a real browser."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import (
+    assert_clean,
+    assert_no_exception,
+    open_app,
+    run_app,
+    screenshot,
+    texts,
+    wait_done,
+)
+from streamlit.testing.v1 import AppTest
+
+from normviz import LAYOUTS, METHODS, STANDARD_METHODS, normalize, stats
+from normviz.data import GENERATORS, generate
+from normviz.figures import distributions as figs
+from normviz.settings import max_elements
+
+PAGE = "distributions"
+FIG_BUDGET = 1_000_000  # bytes of JSON per figure
+
+
+def charts(at: AppTest) -> list[dict]:
+    """The plotly specs the page sent (AppTest cannot draw them, but it has the JSON)."""
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def chart_titles(at: AppTest) -> list[str]:
+    return [c["layout"]["title"]["text"] for c in charts(at)]
+
+
+# ---- default view and every option ----------------------------------------------------
+
+
+def test_default_view() -> None:
+    at = run_app(PAGE)
+    assert_clean(at)
+    assert not at.warning and not at.error
+    heads = [h.value for h in at.subheader]
+    assert heads[:3] == [
+        "Before and after: BatchNorm",
+        "What BatchNorm does not control",
+        "All five methods on the same input",
+    ]
+    assert {"γ and β: giving the scale back", "ε: why it is there", "RMSNorm vs LayerNorm"} <= set(
+        heads
+    )
+    titles = chart_titles(at)
+    assert titles[0] == "BatchNorm: values before and after"
+    assert len(titles) == 5
+    # the group table: 8 channels, each with mean 0 and variance ≈ 1 after
+    table = at.dataframe[0].value
+    assert list(table["C"]) == list(range(8))
+    assert (table["mean after"].abs() < 1e-5).all()
+    assert ((table["variance after"] - 1).abs() < 1e-3).all()
+    assert len(at.get("download_button")) == 2
+    body = texts(at)
+    assert GENERATORS["channels"].label in body and "seed 0" in body
+
+
+METHOD_KEYS = [*STANDARD_METHODS, "custom"]
+# every generator with two methods, every method with at least two generators
+PAIRS = [
+    (g, METHOD_KEYS[(i + k) % len(METHOD_KEYS)]) for i, g in enumerate(GENERATORS) for k in (0, 3)
+]
+
+
+@pytest.mark.parametrize(("data", "method"), PAIRS)
+def test_every_generator_and_method(data: str, method: str) -> None:
+    query = {"data": data, "method": method}
+    if method == "custom":
+        query |= {"axes": "B,C", "centred": "0"}
+    at = run_app(PAGE, query)
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert chart_titles(at)[0] == f"{METHODS[method].label}: values before and after"
+    assert at.subheader[0].value == f"Before and after: {METHODS[method].label}"
+
+
+@pytest.mark.parametrize("method", STANDARD_METHODS)
+def test_nchw_layout(method: str) -> None:
+    at = run_app(PAGE, {"layout": "NCHW", "method": method, "groups": "3", "data": "smooth"})
+    assert_clean(at)
+    assert not at.error
+    table = at.dataframe[0].value
+    kept = {"batch": ["C"], "layer": ["N"], "rms": ["N"], "instance": ["N", "C"]}
+    assert list(table.columns[: len(kept.get(method, ["N", "G"]))]) == kept.get(method, ["N", "G"])
+
+
+def test_widgets_rerun_cleanly() -> None:
+    at = run_app(PAGE)
+    at.radio(key="dist_affine_kind").set_value("per-channel").run()
+    at.slider(key="dist_gamma").set_value(3.5).run()
+    at.slider(key="dist_beta").set_value(-2.0).run()
+    assert_clean(at)
+    affine = next(c for c in charts(at) if c["layout"]["title"]["text"].endswith("with γ and β"))
+    gammas = next(t for t in affine["data"] if t.get("name") == "γ")
+    assert gammas  # the γ line of the per-channel panel
+    at.radio(key="dist_eps_data").set_value("current").run()
+    assert_clean(at)
+    assert any("ε shrinks" in t for t in chart_titles(at))
+
+
+def test_eps_zero_shows_nan_not_a_crash() -> None:
+    at = run_app(PAGE, {"data": "constant", "method": "layer", "eps": "0"})
+    assert_clean(at)
+    title = charts(at)[0]["layout"]["annotations"][1]["text"]
+    assert "NaN" in title  # the "after" panel counts the 0/0 values it left out
+
+
+# ---- hostile URLs ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expect"),
+    [
+        ({"data": "<script>alert(1)</script>"}, "`data"),
+        ({"method": "nope"}, "`method"),
+        ({"eps": "nan"}, "`eps"),
+        ({"B": "-3"}, "`B"),
+        ({"seed": "1e400"}, "`seed"),
+        ({"method": "group", "groups": "3"}, "cannot run"),  # 3 does not divide C = 8
+        ({"method": "batch", "B": "1", "T": "1"}, "cannot run"),
+        ({"method": "custom", "axes": ""}, "`axes"),
+        ({"layout": "NCHW", "N": "256", "C": "256", "H": "512", "W": "512"}, "cap"),
+    ],
+)
+def test_hostile_urls(query: dict[str, str], expect: str) -> None:
+    at = run_app(PAGE, query)
+    assert_clean(at)
+    said = "\n".join([w.value for w in at.warning] + [e.value for e in at.error])
+    assert expect in said, said
+
+
+# ---- uploads --------------------------------------------------------------------------
+
+
+def _npy(arr: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def _pt(obj: object) -> bytes:
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+def _upload(at: AppTest, name: str, data: bytes) -> AppTest:
+    at.file_uploader(key="dist_upload").set_value((name, data, "application/octet-stream"))
+    return at.run()
+
+
+def test_upload_3d_npy_is_used_as_btc() -> None:
+    x = generate("outliers", "BTC", (2, 5, 12), 1).numpy()
+    at = _upload(run_app(PAGE), "acts.npy", _npy(x))
+    assert_clean(at)
+    assert "read as (B, T, C) = (2, 5, 12)" in texts(at)
+    table = at.dataframe[0].value  # BatchNorm: one row per channel of the upload
+    assert len(table) == 12
+    want = x.reshape(-1, 12).mean(0)
+    np.testing.assert_allclose(table["mean before"], want, rtol=1e-5, atol=1e-5)
+
+
+def test_upload_dict_lets_the_user_pick_a_4d_key() -> None:
+    w = {"first": torch.randn(3, 4), "maps": torch.randn(2, 6, 4, 4)}
+    at = _upload(run_app(PAGE), "acts.pt", _pt(w))
+    assert_clean(at)
+    assert "read as (B, T, C) = (1, 3, 4)" in texts(at)  # the first key, 2-D
+    at.selectbox(key="dist_key").set_value("maps").run()
+    assert_clean(at)
+    assert "read as (N, C, H, W) = (2, 6, 4, 4)" in texts(at)
+    assert list(at.dataframe[0].value["C"]) == list(range(6))
+
+
+def test_upload_csv_matrix() -> None:
+    at = _upload(run_app(PAGE, {"method": "layer"}), "m.csv", b"a,b,c\n1,2,3\n4,5,9\n")
+    assert_clean(at)
+    assert "read as (B, T, C) = (1, 2, 3)" in texts(at)
+    assert len(at.dataframe[0].value) == 2  # one LayerNorm group per token
+
+
+def test_uploaded_groupnorm_that_cannot_split_c_says_so() -> None:
+    at = _upload(
+        run_app(PAGE, {"method": "group", "groups": "2"}), "x.npy", _npy(np.ones((2, 3, 5)))
+    )
+    assert_clean(at)
+    assert any("divisible" in e.value for e in at.error)
+
+
+class _CreatesFile:
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self) -> tuple:
+        return (open, (self.path, "w"))
+
+
+@pytest.mark.parametrize(
+    ("name", "build", "expect"),
+    [
+        ("evil.pt", lambda p: _pt({"w": _CreatesFile(p)}), "run arbitrary code"),
+        ("evil.npy", lambda p: _npy(np.array([_CreatesFile(p)], dtype=object)), "Python objects"),
+        ("nan.csv", lambda p: b"1,nan\ninf,2\n", "1 NaN and 1 +inf"),
+        ("ragged.csv", lambda p: b"1,2,3\n4\n", "ragged"),
+        ("notes.txt", lambda p: b"hello", "unknown file type"),
+        ("flat.npy", lambda p: _npy(np.zeros(7)), "1-D"),
+        ("empty.pt", lambda p: b"", "empty"),
+    ],
+)
+def test_hostile_uploads_are_refused(name: str, build, expect: str, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    at = _upload(run_app(PAGE), name, build(marker))
+    assert_clean(at)
+    errors = "\n".join(e.value for e in at.error)
+    assert "was refused" in errors and expect in errors, errors
+    assert not marker.exists()
+    assert chart_titles(at)[0] == "BatchNorm: values before and after"  # generated input
+
+
+# ---- figures: pure functions, under budget at the element cap --------------------------
+
+
+def _cap_shape(layout: str) -> tuple[int, ...]:
+    return (64, 256, 256) if layout == "BTC" else (16, 16, 128, 128)
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_every_figure_is_small_at_the_element_cap(layout: str) -> None:
+    shape = _cap_shape(layout)
+    assert np.prod(shape) == max_elements()
+    x = generate("outliers", layout, shape, 0)
+    y = normalize(x, "group", layout, groups=4).output
+    built = [
+        figs.make_before_after_figure(stats.histogram(x), stats.histogram(y), "group"),
+        figs.make_methods_figure(stats.compare_methods(x, layout, groups=4)),
+        figs.make_affine_figure(
+            stats.affine_demo(x, "batch", layout, "per-channel", 2.0, 1.0), "batch"
+        ),
+        figs.make_eps_figure(stats.eps_sweep(x, "layer", layout), 1e-5),
+        figs.make_cosine_figure(stats.cosine_per_vector(x, layout)),
+    ]
+    for fig in built:
+        assert len(fig.to_json()) <= FIG_BUDGET
+        assert fig.layout.title.text
+
+
+def test_figure_traces_and_titles() -> None:
+    x = generate("constant", "BTC", (4, 6, 8), 0)
+    y = normalize(x, "layer", "BTC", eps=0.0).output
+    fig = figs.make_before_after_figure(stats.histogram(x), stats.histogram(y), "layer")
+    assert [t.type for t in fig.data] == ["bar", "bar"]
+    assert sum(fig.data[0].y) == x.numel()
+    assert sum(fig.data[1].y) == x.numel() - 48  # the blank sample's 6·8 values are NaN
+    assert "48 NaN" in fig.layout.annotations[1].text
+    comp = stats.compare_methods(generate("normal", "BTC", (2, 1, 6), 0), "BTC", groups=4)
+    fig = figs.make_methods_figure(comp)
+    names = [t.name for t in fig.data]
+    assert names == ["input", "BatchNorm", "LayerNorm", "RMSNorm"]
+    notes = [a.text for a in fig.layout.annotations if a.text.startswith("cannot run")]
+    assert len(notes) == 2 and any("divisible" in n for n in notes)
+    sweep = stats.eps_sweep(x, "layer", "BTC")
+    fig = figs.make_eps_figure(sweep, 1e-5)
+    assert fig.layout.xaxis.type == "log"
+    assert any("constant group" in (t.name or "") for t in fig.data)
+    assert any("48 NaN" in a.text for a in fig.layout.annotations)
+    cos = figs.make_cosine_figure(stats.cosine_per_vector(x, "BTC"))
+    assert [t.name for t in cos.data] == ["LayerNorm", "RMSNorm"]
+    assert sum(cos.data[1].y) == 18  # 24 tokens, 6 of them all-zero
+
+
+# ---- the real browser -------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_distributions_in_browser(page, server) -> None:
+    link = "layout=BTC&B=4&T=6&C=8&method=layer&eps=1e-05&seed=0&data=outliers"
+    open_app(page, server, f"{PAGE}?{link}")
+    assert page.locator("[data-testid=stAlertContentWarning]").count() == 0
+    assert_no_exception(page)
+    assert page.get_by_text("Before and after: LayerNorm").count() == 1
+    assert page.locator(".js-plotly-plot").count() >= 4
+    # the γ/β radio reruns its fragment
+    page.get_by_text("per-channel", exact=True).click()
+    wait_done(page)
+    assert_no_exception(page)
+    # upload a tensor through the real widget
+    page.get_by_text("Bring your own tensor").click()
+    page.locator("input[type=file]").set_input_files(
+        files=[
+            {
+                "name": "maps.npy",
+                "mimeType": "application/octet-stream",
+                "buffer": _npy(generate("smooth", "NCHW", (2, 6, 8, 8), 0).numpy()),
+            }
+        ]
+    )
+    page.get_by_text("read as (N, C, H, W) = (2, 6, 8, 8)").wait_for()
+    wait_done(page)
+    assert_no_exception(page)
+    page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
+    page.wait_for_timeout(300)
+    screenshot(page, PAGE)
