@@ -279,7 +279,14 @@ def settings_from_query(
 PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
     "batchnorm": (
         Param("batch_size", 8, lo=1, hi=256, help="samples per training batch"),
-        Param("momentum", 0.1, lo=0.0, hi=1.0, help="momentum of the running statistics"),
+        Param(
+            "momentum",
+            0.1,
+            lo=0.0,
+            hi=1.0,
+            help="momentum of the running statistics in the chosen convention "
+            "(PyTorch m = 0.1 traces the same curve as Keras momentum = 0.9)",
+        ),
         Param(
             "convention",
             "pytorch",
@@ -287,6 +294,44 @@ PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
             help="update rule: PyTorch m, Keras momentum, or PyTorch's momentum=None",
         ),
         Param("steps", 100, lo=1, hi=2000, help="training steps"),
-        Param("shift", 0.0, lo=-10.0, hi=10.0, help="mean shift of the evaluation data"),
+        Param(
+            "shift",
+            0.5,
+            lo=-10.0,
+            hi=10.0,
+            help="mean shift of the evaluation data, in training standard deviations",
+        ),
+        Param(
+            "scale",
+            1.0,
+            lo=0.1,
+            hi=10.0,
+            help="spread of the evaluation data, as a multiple of the training spread",
+        ),
+        Param("accum", 4, lo=1, hi=16, help="gradient accumulation: micro-batches per step"),
+        Param("devices", 4, lo=1, hi=16, help="simulated devices for synchronized BatchNorm"),
+        Param(
+            "compare",
+            "group",
+            choices=("group", "layer"),
+            help="the per-sample normalization trained beside BatchNorm in the small model",
+        ),
+        Param(
+            "sim",
+            "running",
+            choices=(
+                "running",
+                "bessel",
+                "batch-size",
+                "shift",
+                "order",
+                "accumulation",
+                "sync",
+                "freeze",
+                "checkpoint",
+                "model",
+            ),
+            help="the lab section that is open",
+        ),
     ),
 }
