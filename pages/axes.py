@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -80,15 +82,17 @@ def _stored_cell(s: ns.Settings) -> tuple[int, ...]:
     return explore.clamp_cell(s.shape, raw)
 
 
-def _on_flat_click() -> None:
-    """A click in the flat view: its marker's customdata is the cell's tensor index."""
-    s = state.settings()
+def _on_flat_click(layout: str, shape: tuple[int, ...]) -> None:
+    """A click in the flat view: its marker's customdata is the cell's tensor index.
+
+    Callbacks get the settings as arguments: they run before app.py has drawn the sidebar.
+    """
     event = st.session_state.get(FLAT_KEY) or {}
     points = (event.get("selection") or {}).get("points") or []
     if not points or not isinstance(points[0].get("customdata"), list | tuple):
         return
-    cell = explore.clamp_cell(s.shape, points[0]["customdata"])
-    for k, i in zip(_cell_keys(s.layout), cell, strict=True):
+    cell = explore.clamp_cell(shape, points[0]["customdata"])
+    for k, i in zip(_cell_keys(layout), cell, strict=True):
         st.session_state[k] = i
 
 
@@ -136,7 +140,7 @@ def explorer(s: ns.Settings) -> None:
             _flat_fig(s, cell, partition, presenter),
             theme=None,
             key=FLAT_KEY,
-            on_select=_on_flat_click,
+            on_select=functools.partial(_on_flat_click, s.layout, s.shape),
             selection_mode="points",
         )
     st.subheader("The selected group, with numbers")
@@ -176,10 +180,9 @@ def _contract_kw(s: ns.Settings) -> dict:
     return kw
 
 
-def _on_axis_tick() -> None:
+def _on_axis_tick(layout: str) -> None:
     """A ticked or unticked axis box: switch to custom axes with the boxes' axes."""
-    s = state.settings()
-    chosen = [a for a in LAYOUTS[s.layout].axes if st.session_state.get(f"axcb_{a}")]
+    chosen = [a for a in LAYOUTS[layout].axes if st.session_state.get(f"axcb_{a}")]
     st.session_state["method"] = "custom"
     st.session_state["axes"] = chosen
 
@@ -203,7 +206,9 @@ def custom_axes_section(s: ns.Settings) -> None:
     cols = st.columns(len(lay.axes))
     for col, a in zip(cols, lay.axes, strict=True):
         st.session_state[f"axcb_{a}"] = a in ticked  # follow the sidebar's choice
-        col.checkbox(f"{a} ({lay.names[a]})", key=f"axcb_{a}", on_change=_on_axis_tick)
+        col.checkbox(
+            f"{a} ({lay.names[a]})", key=f"axcb_{a}", on_change=_on_axis_tick, args=(s.layout,)
+        )
     if s.method == "custom":
         verdict = explore.explain_axes(s.layout, s.axes, s.centred)
         st.info(verdict.text, icon="🔎")
@@ -213,7 +218,7 @@ def custom_axes_section(s: ns.Settings) -> None:
 
 def confusions_section(s: ns.Settings) -> None:
     for c in explore.confusions(s.method, s.layout, s.shape, **_figure_kw(s)):
-        st.warning(f"**{c.title}.** {c.text}", icon="⚠️")
+        st.info(f"**{c.title}.** {c.text}", icon="⚠️")
 
 
 def side_by_side_section(s: ns.Settings) -> None:
@@ -244,14 +249,6 @@ def verified_code_section(s: ns.Settings) -> None:
 
 
 # ---- the page ------------------------------------------------------------------------
-
-if "_settings" not in st.session_state:
-    # A first visit to /axes on a fresh server runs this file without app.py (Streamlit's
-    # pages/ fallback, before any st.navigation call): switch that off and rerun via app.py.
-    from streamlit.runtime.pages_manager import PagesManager
-
-    PagesManager.uses_pages_directory = False
-    st.rerun()
 
 s = state.settings()
 st.title("Axis Explorer")

@@ -1,0 +1,299 @@
+"""The Axis Explorer page (/axes): AppTest for every setting, and a real browser for clicks."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import numpy as np
+import pytest
+from conftest import (
+    assert_clean,
+    assert_no_exception,
+    open_app,
+    run_app,
+    screenshot,
+    texts,
+    wait_done,
+)
+
+from normviz import LAYOUTS, METHODS, STANDARD_METHODS
+
+MB = 1_000_000
+
+
+def _charts(at) -> list[dict]:
+    """The page's Plotly figures as JSON (AppTest cannot click them, but can read them)."""
+    out = []
+    for c in at.get("plotly_chart"):
+        assert len(c.proto.spec) <= MB
+        out.append(json.loads(c.proto.spec))
+    return out
+
+
+def _trace(spec: dict, name_start: str) -> dict:
+    found = [t for t in spec["data"] if str(t.get("name", "")).startswith(name_start)]
+    assert len(found) == 1, [t.get("name") for t in spec["data"]]
+    return found[0]
+
+
+def _decode(arr) -> np.ndarray:
+    """A plotly array, plain or typed (base64 with a dtype and shape), as numpy."""
+    if isinstance(arr, dict):
+        out = np.frombuffer(base64.b64decode(arr["bdata"]), dtype=np.dtype(arr["dtype"]))
+        if "shape" in arr:
+            out = out.reshape([int(n) for n in str(arr["shape"]).split(",")])
+        return out
+    return np.asarray(arr)
+
+
+def _count(arr) -> int:
+    return len(_decode(arr))
+
+
+def _query(layout: str, method: str, **extra: str) -> dict[str, str]:
+    q = {"layout": layout, "method": method, "eps": "1e-05", "seed": "0", "data": "channels"}
+    q |= dict(LAYOUTS[layout].defaults.items())
+    q = {k: str(v) for k, v in q.items()}
+    if METHODS[method].grouped:
+        q["groups"] = "2"
+    return q | extra
+
+
+def test_default_page() -> None:
+    at = run_app("axes")
+    assert_clean(at)
+    assert not at.error and not at.warning
+    block, flat, thumbs = _charts(at)
+    # BatchNorm on (4, 6, 8): one statistic per feature from B·T = 24 values
+    assert _count(_trace(block, "share μ")["x"]) == 24
+    assert _count(_trace(block, "other cells")["x"]) == 4 * 6 * 8 - 24
+    assert block["layout"]["scene"]["xaxis"]["title"]["text"].startswith("B: batch")
+    assert any(t["type"] == "heatmap" for t in flat["data"])
+    assert len([t for t in thumbs["data"] if t.get("fill") == "toself"]) == 2 * 5
+    page = texts(at)
+    assert "B=0, T=0, C=0" in page and "m = B·T = 24" in page
+    assert "matches torch.nn.BatchNorm1d, max |Δ| = " in page
+    assert "nn.BatchNorm1d(8, eps=1e-05)" in page
+    assert "BatchNorm1d expects (N, C, L)" in page  # the confusion that applies
+    card = at.table[0].value
+    assert list(card["answer"])[:4] == ["B, T", "C", "8 means and variances", "m = B·T = 24"]
+    assert [c.key for c in at.checkbox if c.value] == ["axcb_B", "axcb_T"]
+
+
+@pytest.mark.parametrize(
+    ("layout", "method"), [(lay, m) for lay in LAYOUTS for m in STANDARD_METHODS]
+)
+def test_every_method_and_layout(layout: str, method: str) -> None:
+    at = run_app("axes", _query(layout, method))
+    assert_clean(at)
+    assert not at.error, [e.value for e in at.error]
+    assert not at.warning, [w.value for w in at.warning]
+    page = texts(at)
+    label = METHODS[method].label
+    assert f"Contract card: {label}" in page
+    assert re.search(r"matches (torch\.nn\.\w+), max \|Δ\| = ", page), page
+    assert "\\frac{" in page  # the selected cell's computation with numbers
+    block = _charts(at)[0]
+    assert block["layout"]["title"]["text"].startswith(label)
+
+
+@pytest.mark.parametrize(
+    ("layout", "axes", "expect"),
+    [
+        ("BTC", "B,T", "exactly what BatchNorm does"),
+        ("BTC", "B,C", "This is BatchNorm1d on an untransposed"),
+        ("BTC", "T", "InstanceNorm is LayerNorm over one feature's sequence"),
+        ("NCHW", "C", "Channels-last LayerNorm is not GroupNorm(1, C)"),
+        ("NCHW", "H,W", "InstanceNorm is LayerNorm over one feature map"),
+        ("NCHW", "C,H,W", "exactly what LayerNorm does"),
+        ("NCHW", "N,C,H,W", "No standard layer reduces exactly N, C, H, W"),
+    ],
+)
+def test_custom_axes_name_the_method_and_the_confusions(layout: str, axes: str, expect: str):
+    at = run_app("axes", _query(layout, "custom", axes=axes, centred="1"))
+    assert_clean(at)
+    assert expect in texts(at)
+    ticked = [c.key.removeprefix("axcb_") for c in at.checkbox if c.value]
+    assert ticked == axes.split(",")
+    assert "matches torch.mean/var" in texts(at)
+
+
+def test_custom_uncentred_is_rmsnorm() -> None:
+    at = run_app("axes", _query("BTC", "custom", axes="C", centred="0"))
+    assert_clean(at)
+    assert "exactly what RMSNorm does" in texts(at)
+
+
+def test_ticking_an_axis_switches_to_custom_axes() -> None:
+    at = run_app("axes")
+    at.checkbox(key="axcb_C").check().run()
+    assert_clean(at)
+    assert at.session_state["method"] == "custom"
+    assert list(at.session_state["axes"]) == ["B", "T", "C"]
+    assert "No standard layer reduces exactly B, T, C" in texts(at)
+    assert str(at.query_params["method"]).strip("[]'") == "custom"
+    for a in ("B", "T", "C"):  # untick everything: the page says why and keeps the boxes
+        at.checkbox(key=f"axcb_{a}").uncheck().run()
+    assert_clean(at)
+    assert any("at least one axis" in e.value for e in at.error)
+    assert len(at.checkbox) == 3
+    at.checkbox(key="axcb_C").check().run()
+    assert "exactly what LayerNorm does" in texts(at)
+
+
+def test_selection_inputs_and_clamping() -> None:
+    at = run_app("axes")
+    at.number_input(key="sel_B").set_value(3).run()
+    at.number_input(key="sel_C").set_value(7).run()
+    assert_clean(at)
+    assert "B=3, T=0, C=7" in texts(at)
+    block = _charts(at)[0]
+    sel = _decode(_trace(block, "selected cell")["customdata"])
+    assert sel.tolist() == [[3, 0, 7]]
+    # the shape shrinks below the selection: it is clamped, never out of range
+    at.sidebar.number_input(key="B").set_value(2).run()
+    at.sidebar.number_input(key="C").set_value(4).run()
+    assert_clean(at)
+    assert at.number_input(key="sel_B").value == 1
+    assert at.number_input(key="sel_C").value == 3
+    assert "B=1, T=0, C=3" in texts(at)
+
+
+def test_partition_and_split_views() -> None:
+    at = run_app("axes", _query("NCHW", "group", groups="3"))
+    at.toggle(key="axes_partition").set_value(True).run()
+    at.toggle(key="axes_split_hw").set_value(True).run()
+    assert_clean(at)
+    block = _charts(at)[0]
+    assert _trace(block, "12 statistic groups")  # N·G = 4·3
+    assert block["layout"]["scene"]["xaxis"]["title"]["text"].startswith("N blocks × W")
+    assert block["layout"]["scene"]["zaxis"]["title"]["text"].startswith("H: height")
+
+
+@pytest.mark.parametrize(
+    ("query", "param"),
+    [
+        ({"method": "nope"}, "method"),
+        ({"layout": "NHWC"}, "layout"),
+        ({"B": "-3"}, "B"),
+        ({"T": "1e999"}, "T"),
+        ({"C": "3.5"}, "C"),
+        ({"method": "group", "groups": "zero"}, "groups"),
+        ({"method": "custom", "axes": "Q,<b>"}, "axes"),
+        ({"eps": "nan"}, "eps"),
+        ({"seed": "-1"}, "seed"),
+        ({"data": "../../etc/passwd"}, "data"),
+        ({"B": "9" * 300}, "B"),
+    ],
+)
+def test_hostile_urls_fall_back_with_a_warning(query: dict[str, str], param: str) -> None:
+    at = run_app("axes", query)
+    assert_clean(at)
+    assert f"`{param}" in "\n".join(w.value for w in at.warning)
+    assert "Contract card" in texts(at)  # the page still draws, at the fallback value
+
+
+def test_unknown_parameters_and_selection_keys_are_not_url_names() -> None:
+    at = run_app("axes", {"sel_B": "3", "foo": "1"})
+    assert_clean(at)
+    assert "Ignored unknown parameter" in "\n".join(w.value for w in at.warning)
+    assert at.number_input(key="sel_B").value == 0
+    assert "sel_B" not in at.query_params
+
+
+def test_element_cap_is_explained() -> None:
+    at = run_app("axes", {"layout": "BTC", "B": "1024", "T": "4096", "C": "2"})
+    assert_clean(at)
+    assert any("over the app's cap" in e.value for e in at.error)
+    assert not at.get("plotly_chart")
+
+
+def test_largest_allowed_shape_runs_within_budget() -> None:
+    at = run_app("axes", {"layout": "BTC", "B": "1024", "T": "4096", "C": "1", "method": "layer"})
+    assert_clean(at)
+    page = texts(at)
+    assert "omitted" in "\n".join(
+        a.get("text", "") for c in _charts(at)[:2] for a in c["layout"].get("annotations", [])
+    )
+    # LayerNorm over C = 1: one value per statistic, allowed by torch (output 0)
+    assert "matches torch.nn.LayerNorm" in page
+
+
+@pytest.mark.parametrize(
+    ("query", "reason", "hint"),
+    [
+        (
+            {"layout": "BTC", "method": "group", "groups": "3", "C": "8"},
+            "C divisible by groups: C=8, groups=3",
+            "Try groups in 1, 2, 4, 8",
+        ),
+        (
+            {"layout": "BTC", "method": "batch", "B": "1", "T": "1"},
+            "needs more than 1 value per channel",
+            "Make B or T larger than 1",
+        ),
+        (
+            {"layout": "NCHW", "method": "batch", "N": "1", "H": "1", "W": "1"},
+            "needs more than 1 value per channel",
+            "Make N or H or W larger than 1",
+        ),
+        (
+            {"layout": "NCHW", "method": "instance", "H": "1", "W": "1"},
+            "needs more than 1 value per instance",
+            "Make H or W larger than 1",
+        ),
+    ],
+)
+def test_refused_settings_show_reason_and_hint(query: dict, reason: str, hint: str) -> None:
+    at = run_app("axes", query)
+    assert_clean(at)
+    shown = "\n".join(e.value for e in at.error) + "\n".join(i.value for i in at.info)
+    assert reason in shown and hint in shown, shown
+
+
+# ---- real browser ------------------------------------------------------------------
+
+
+def _flat_plot_box(page) -> dict:
+    """Bounding box of the flat view's plot area (its second chart's drag layer)."""
+    charts = page.locator("[data-testid=stPlotlyChart]")
+    charts.nth(1).locator(".nsewdrag").first.wait_for()
+    return charts.nth(1).locator(".nsewdrag").first.bounding_box()
+
+
+@pytest.mark.browser
+def test_axes_in_browser_click_selects_a_cell(page, server) -> None:
+    # a fresh server's first visit to /axes must still go through app.py (sidebar, URL)
+    open_app(page, server, "axes?layout=BTC&B=4&T=6&C=8&method=layer")
+    assert_no_exception(page)
+    assert page.get_by_text("Contract card: LayerNorm").count() == 1
+    assert page.get_by_text("B=0, T=0, C=0").count() >= 1
+    screenshot(page, "axes")
+    box = _flat_plot_box(page)
+    rows, cols = 4 * 6, 8
+    row, col = 9, 5  # B=1, T=3, C=5
+    page.mouse.click(
+        box["x"] + (col + 0.5) * box["width"] / cols,
+        box["y"] + (row + 0.5) * box["height"] / rows,
+    )
+    wait_done(page)
+    page.get_by_text("B=1, T=3, C=5").first.wait_for(timeout=30_000)
+    assert_no_exception(page)
+    values = [page.get_by_label(f"{a} (").first.input_value() for a in ("B", "T", "C")]
+    assert values == ["1", "3", "5"]
+    screenshot(page, "axes-clicked")
+
+
+@pytest.mark.browser
+def test_axes_nchw_partition_in_browser(page, server) -> None:
+    open_app(page, server, "axes?layout=NCHW&N=2&C=6&H=4&W=4&method=group&groups=3")
+    assert_no_exception(page)
+    page.get_by_text("Colour every statistic group").click()
+    wait_done(page)
+    page.get_by_text("Show H and W separately").click()
+    wait_done(page)
+    assert_no_exception(page)
+    assert page.get_by_text("statistic groups").count() >= 1
+    screenshot(page, "axes-nchw-partition")
