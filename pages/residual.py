@@ -16,6 +16,11 @@ from ui import state
 
 LRS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 WIDTHS = (16, 32, 64, 128)
+# Page limits keep the worst first run to seconds on two cores (the library allows more).
+MAX_DEPTH_INIT = 64
+MAX_DEPTH_TRAIN = 32
+MAX_STEPS_TRAIN = 200
+SAMPLES = 16  # sequences per batch (× 8 tokens): enough for stable statistics, quick on CPU
 TRAIN_KEY = "res_train_request"  # the (config, lr, steps) last trained, kept across reruns
 
 
@@ -94,7 +99,7 @@ def _config(prefix: str) -> rs.StackConfig:
         format_func=lambda k: rs.BLOCKS[k],
         key=f"{prefix}_block",
     )
-    return rs.StackConfig(width=int(width), norm=norm, block=block, samples=16)
+    return rs.StackConfig(width=int(width), norm=norm, block=block, samples=SAMPLES)
 
 
 @st.fragment
@@ -110,10 +115,10 @@ def at_initialization() -> None:
     )
     base = _config("res")
     c = st.columns(2)
-    depth = c[0].slider("Depth L (blocks)", 1, rs.MAX_DEPTH, 24, key="res_depth")
-    n_seeds = c[1].slider("Seeds", 1, 5, 3, key="res_seeds")
+    depth = c[0].slider("Depth L (blocks)", 1, MAX_DEPTH_INIT, 24, key="res_depth")
+    n_seeds = c[1].slider("Seeds", 1, 4, 3, key="res_seeds")
     cfg = rs.StackConfig(
-        depth=int(depth), width=base.width, norm=base.norm, block=base.block, samples=16
+        depth=int(depth), width=base.width, norm=base.norm, block=base.block, samples=SAMPLES
     )
     bar, tick = _bar("Measuring the untrained stacks…")
     profile = rs.init_profile(cfg, tuple(range(int(n_seeds))), progress=tick, compute=_stats)
@@ -129,6 +134,23 @@ def at_initialization() -> None:
     )
 
 
+def _training_settings() -> tuple[rs.StackConfig, float, int]:
+    """The training widgets' current values, as the request `train_all` takes."""
+    ss = st.session_state
+    cfg = rs.StackConfig(
+        depth=int(ss["res_tr_depth"]),
+        width=int(ss["res_tr_width"]),
+        norm=ss["res_tr_norm"],
+        block=ss["res_tr_block"],
+        samples=SAMPLES,
+    )
+    return cfg, float(ss["res_tr_lr"]), int(ss["res_tr_steps"])
+
+
+def _request_training() -> None:
+    st.session_state[TRAIN_KEY] = _training_settings()
+
+
 @st.fragment
 def training() -> None:
     """A short full-batch Adam run of the three placements (on request, cached)."""
@@ -140,17 +162,26 @@ def training() -> None:
     )
     base = _config("res_tr")
     c = st.columns(3)
-    depth = c[0].slider("Depth L (blocks)", 1, 48, 12, key="res_tr_depth")
+    depth = c[0].slider("Depth L (blocks)", 1, MAX_DEPTH_TRAIN, 12, key="res_tr_depth")
     lr = c[1].select_slider(
         "Learning rate", LRS, value=1e-2, format_func=lambda v: f"{v:g}", key="res_tr_lr"
     )
-    steps = c[2].slider("Adam steps", 10, 300, 80, step=10, key="res_tr_steps")
-    cfg = rs.StackConfig(
-        depth=int(depth), width=base.width, norm=base.norm, block=base.block, samples=16
+    steps = c[2].slider("Adam steps", 10, MAX_STEPS_TRAIN, 80, step=10, key="res_tr_steps")
+    wanted = (
+        rs.StackConfig(
+            depth=int(depth), width=base.width, norm=base.norm, block=base.block, samples=SAMPLES
+        ),
+        float(lr),
+        int(steps),
     )
-    wanted = (cfg, float(lr), int(steps))
-    if st.button("Train the three stacks", icon=":material/play_arrow:", key="res_tr_go"):
-        st.session_state[TRAIN_KEY] = wanted
+    # a callback, not the button's return value: it runs once, before the script, so the
+    # request survives any rerun of this run
+    st.button(
+        "Train the three stacks",
+        icon=":material/play_arrow:",
+        key="res_tr_go",
+        on_click=_request_training,
+    )
     request = st.session_state.get(TRAIN_KEY)
     if request is None:
         st.info("Press **Train** to run the three stacks.", icon=":material/info:")

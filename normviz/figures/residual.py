@@ -106,7 +106,10 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         legend={"orientation": "h", "y": -0.25, "x": 0},
         hovermode="closest",
     )
-    return style.apply(fig, presenter, height=460)
+    style.apply(fig, presenter, height=480)
+    # room for the figure title above the three panel titles
+    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
+    return fig
 
 
 def make_loss_figure(run: TrainRun, presenter: bool = False) -> go.Figure:
