@@ -45,6 +45,19 @@ def _steps_trace(y: np.ndarray, name: str, **kw: object) -> go.Scatter:
     return go.Scatter(y=_r(y), x0=1, dx=1, name=name, **kw)  # type: ignore[arg-type]
 
 
+def _marker_line(x: float, y0: float, y1: float, label: str, show: bool = True) -> go.Scatter:
+    """A dotted vertical line at x (a trace, so log axes place it right)."""
+    return go.Scatter(
+        x=[x, x],
+        y=[y0, y1],
+        mode="lines",
+        line={"color": style.HIGHLIGHT, "dash": "dot", "width": 2},
+        name=label,
+        showlegend=show,
+        hoverinfo="skip",
+    )
+
+
 def make_running_figure(trace: RunningTrace, channel: int, presenter: bool = False) -> go.Figure:
     """Simulation 1: batch statistics (dots), running statistics (line), truth (dashed)."""
     S = trace.running_mean.shape[0]
@@ -153,12 +166,7 @@ def make_bessel_figure(
         )
     )
     if current_n is not None and current_n >= 2:
-        fig.add_vline(
-            x=current_n,
-            line={"color": style.HIGHLIGHT, "dash": "dot", "width": 2},
-            annotation_text=f"your batch: n = {current_n}",
-            annotation_position="bottom right",
-        )
+        fig.add_trace(_marker_line(current_n, 0.0, 1.15, f"your batch: n = {current_n}"))
     fig.update_xaxes(type="log", title_text="n = values per channel in one batch")
     fig.update_yaxes(title_text="average batch variance / true σ²", range=[0.0, 1.15])
     fig.update_layout(
@@ -213,11 +221,12 @@ def make_gap_figure(sweep: GapSweep, current_b: int, presenter: bool = False) ->
         1,
         2,
     )
-    for col in (1, 2):
-        fig.add_vline(
-            x=current_b, line={"color": style.HIGHLIGHT, "dash": "dot", "width": 2}, row=1, col=col
-        )
+    tops = (np.nanmax(np.r_[sweep.gap, 0.1]), np.nanmax(np.r_[sweep.eval_var, 1.2]))
+    for col, top in zip((1, 2), tops, strict=True):
+        line = _marker_line(current_b, 0.0, float(top), f"your batch size: {current_b}", col == 1)
+        fig.add_trace(line, 1, col)
         fig.update_xaxes(type="log", title_text="batch size", row=1, col=col)
+        fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(
         title="Small batches: training and evaluation disagree",
         legend={"orientation": "h", "y": -0.3},
@@ -276,6 +285,7 @@ def make_shift_figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
             x=res.shift, line={"color": style.HIGHLIGHT, "dash": "dot", "width": 2}, row=1, col=col
         )
         fig.update_xaxes(title_text="shift of the evaluation data (in σ)", row=1, col=col)
+    fig.update_yaxes(rangemode="tozero", row=1, col=2)
     fig.update_layout(
         title="Shifted evaluation data through each method", legend={"orientation": "h", "y": -0.3}
     )
@@ -491,7 +501,7 @@ def make_model_figure(report: ModelReport, presenter: bool = False) -> go.Figure
         y=report.chance,
         line={"color": TRUTH, "dash": "dash", "width": 2},
         annotation_text="chance",
-        annotation_position="top left",
+        annotation_position="bottom right",
     )
     fig.update_yaxes(title_text="test accuracy", range=[0, 1.12], tickformat=".0%")
     fig.update_layout(
