@@ -27,7 +27,7 @@ BIG = 2**20  # from this many elements the first run shows a progress bar
 # ---- the input -----------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=4, show_spinner=False)
+@st.cache_data(max_entries=3, show_spinner=False)  # up to 50 MB each
 def _parse_upload(digest: str, name: str, _data: bytes) -> dict[str, np.ndarray]:
     """Every tensor of an uploaded file, cached on the file's SHA-256 (not on its bytes)."""
     return {k: t.numpy() for k, t in io.load_tensors(_data, name).items()}
@@ -273,8 +273,10 @@ def gamma_beta(s: ns.Settings, src: Source, x: np.ndarray, presenter: bool) -> N
     st.subheader("γ and β: giving the scale back")
     st.markdown(
         "After standardizing, each channel c is multiplied by γ_c and shifted by β_c, both "
-        "learned. With one value for every channel the whole histogram moves; with one "
-        "value per channel each channel's mean lands on its β and its spread on its γ."
+        "learned. One value for every channel stretches and moves the whole histogram. "
+        "Under BatchNorm, whose groups are the channels, each channel's mean then lands "
+        "exactly on its β and its spread on its γ; other methods standardized other groups, "
+        "so the channels only land near them."
     )
     cols = st.columns([1, 2, 2])
     kind = cols[0].radio(
@@ -338,7 +340,8 @@ def eps_section(s: ns.Settings, src: Source, x: np.ndarray, presenter: bool) -> 
     if sweep.zero_groups:
         st.caption(
             f"{sweep.zero_groups:,} group(s) of m = {sweep.group_size:,} equal values. "
-            "Set ε to 0 in the sidebar to see the NaN reach the histograms above."
+            "With this data chosen as the sidebar's input and ε = 0, the NaN reach the "
+            "histograms and tables above."
         )
 
 

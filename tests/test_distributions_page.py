@@ -309,6 +309,14 @@ def test_distributions_in_browser(page, server) -> None:
     page.get_by_text("read as (N, C, H, W) = (2, 6, 8, 8)").wait_for()
     wait_done(page)
     assert_no_exception(page)
+    # a download is built only when clicked (a callable): it must arrive and parse
+    button = page.get_by_role("button", name="Statistics table (.csv)")
+    button.scroll_into_view_if_needed()
+    with page.expect_download() as info:
+        button.click()
+    table = Path(info.value.path()).read_text()
+    assert table.splitlines()[0].startswith("N,count,mean before")  # LayerNorm: one per N
+    assert len(table.splitlines()) == 3  # header + 2 samples
     page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     screenshot(page, PAGE)
