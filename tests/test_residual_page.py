@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import assert_clean, assert_no_exception, open_app, run_app, screenshot, texts
+from conftest import assert_clean, assert_no_exception, run_app, screenshot, texts, wait_done
 
 from normviz import residual as rs
 
@@ -89,9 +89,11 @@ def test_hostile_urls_do_not_break_the_page(query: dict[str, str]) -> None:
 
 @pytest.mark.browser
 def test_residual_in_browser(page, server) -> None:
-    open_app(page, server, "residual")
+    # the first visit measures 9 untrained stacks: allow for a busy two-core machine
+    page.goto(f"{server}/residual")
+    wait_done(page, timeout=300_000)
     assert_no_exception(page)
-    assert page.locator(".js-plotly-plot").count() >= 1
+    page.locator(".js-plotly-plot").first.wait_for()
     assert page.get_by_text("Pre-norm: the stream's RMS grows").count() == 1
     # fewest steps (keyboard on the slider), then train
     steps = page.get_by_role("slider", name="Adam steps")
@@ -99,8 +101,10 @@ def test_residual_in_browser(page, server) -> None:
     steps.press("Home")
     page.wait_for_timeout(300)
     page.get_by_role("button", name="Train the three stacks").click()
-    page.get_by_text("trained: loss").first.wait_for(timeout=120_000)
-    assert page.get_by_text("in 10 steps").count() >= 1
+    page.get_by_text("in 10 steps").first.wait_for(timeout=300_000)
+    wait_done(page, timeout=300_000)
     assert_no_exception(page)
+    page.locator(".js-plotly-plot").nth(1).wait_for()
     assert page.locator(".js-plotly-plot").count() == 2
+    page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
     screenshot(page, "residual")
