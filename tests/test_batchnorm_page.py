@@ -1,0 +1,235 @@
+"""The /batchnorm page: every section through app.py (AppTest), hostile links, and Chromium."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import (
+    ROOT,
+    assert_clean,
+    assert_no_exception,
+    run_app,
+    screenshot,
+    texts,
+    wait_done,
+)
+
+from normviz.settings import PAGE_PARAMS
+
+PARAMS = {p.name: p for p in PAGE_PARAMS["batchnorm"]}
+# what each section must show (a phrase of its explanation and of its numbers)
+SECTION_TEXT = {
+    "running": ("running buffers", "num_batches_tracked = 100"),
+    "bessel": ("unbiased", "more than 1 value per channel"),
+    "batch-size": ("held-out batches", "training mode"),
+    "shift": ("scale²", "GroupNorm uses G = 2"),
+    "order": ("sorted", "clusters"),
+    "accumulation": ("optimizer step", "mean |y_micro − y_full|"),
+    "sync": ("all-reduce", "synchronized vs one batch of 32"),
+    "freeze": ("requires_grad=False", "fully frozen"),
+    "checkpoint": ("buffers", "missing keys ['running_mean', 'running_var']"),
+    "model": ("batches of 2", "Adam steps"),
+}
+
+
+def _charts(at) -> list[dict]:
+    """The Plotly figures the run sent, as JSON."""
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+def _query(at, name: str) -> str:
+    v = at.query_params[name]
+    return v[-1] if isinstance(v, list) else v
+
+
+def test_sections_match_the_url_choices() -> None:
+    src = (ROOT / "pages" / "batchnorm.py").read_text()
+    for slug in PARAMS["sim"].choices or ():
+        assert f'"{slug}":' in src  # every URL value has a tab and a renderer
+    assert set(SECTION_TEXT) == set(PARAMS["sim"].choices or ())
+
+
+def test_default_visit() -> None:
+    at = run_app("batchnorm")
+    assert_clean(at)
+    assert not at.warning  # a plain visit is quiet
+    assert not at.error
+    page = texts(at)
+    for phrase in SECTION_TEXT["running"]:
+        assert phrase in page
+    assert "memory is about 10 batches" in page
+    (fig,) = _charts(at)
+    assert fig["layout"]["title"]["text"] == "Running statistics follow the batches"
+    # every page parameter is written to the URL, for a complete shared link
+    for name, p in PARAMS.items():
+        assert _query(at, name) == p.format(p.default), name
+    # a rerun with nothing changed is served from the caches
+    at.run()
+    assert_clean(at)
+
+
+@pytest.mark.parametrize("sim", list(SECTION_TEXT))
+def test_every_section(sim: str) -> None:
+    at = run_app("batchnorm", {"sim": sim}, timeout=300)
+    assert_clean(at)
+    page = texts(at) + "\n".join(str(d.value) for d in at.dataframe)
+    for phrase in SECTION_TEXT[sim]:
+        assert phrase in page, (sim, phrase)
+    charts = _charts(at)
+    assert len(charts) == 1
+    assert len(json.dumps(charts[0])) <= 1_000_000
+    assert at.session_state["sim"] == sim and _query(at, "sim") == sim
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("batch_size", "0"),
+        ("batch_size", "257"),
+        ("batch_size", "abc"),
+        ("momentum", "1.5"),
+        ("momentum", "nan"),
+        ("convention", "tf"),
+        ("steps", "1e9"),
+        ("steps", "-3"),
+        ("shift", "inf"),
+        ("scale", "0"),
+        ("accum", "99"),
+        ("devices", "0"),
+        ("compare", "instance"),
+        ("sim", "<script>"),
+    ],
+)
+def test_hostile_url_values_fall_back_with_a_warning(name: str, value: str) -> None:
+    at = run_app("batchnorm", {name: value})
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    assert f"`{name}={value}` is not valid" in warned, warned
+    assert at.session_state[name] == PARAMS[name].default
+    assert _query(at, name) == PARAMS[name].format(PARAMS[name].default)
+
+
+def test_a_full_link_is_read() -> None:
+    query = {p.name: p.format(p.default) for p in PARAMS.values()}
+    query |= {"batch_size": "32", "convention": "keras", "momentum": "0.99", "sim": "running"}
+    at = run_app("batchnorm", query)
+    assert_clean(at)
+    assert not at.warning
+    assert at.session_state["batch_size"] == 32
+    assert "memory is about 100 batches" in texts(at)
+    names = [t.get("name") for t in _charts(at)[0]["data"]]
+    assert "pytorch convention, momentum 0.01" in names  # its twin traces the same mean
+
+
+def test_settings_that_cannot_run_are_explained() -> None:
+    at = run_app("batchnorm", {"T": "1", "batch_size": "1"})
+    assert_clean(at)
+    assert any("more than 1 value per channel" in e.value for e in at.error)
+    assert not _charts(at)
+    big = run_app("batchnorm", {"layout": "NCHW", "C": "64", "H": "32", "W": "32"})
+    assert_clean(big)
+    assert any("over the app's cap" in e.value for e in big.error)
+
+
+def test_switching_the_rule_converts_the_momentum() -> None:
+    at = run_app("batchnorm")
+    at.radio(key="convention").set_value("keras").run()
+    assert_clean(at)
+    assert at.session_state["momentum"] == pytest.approx(0.9)
+    assert _query(at, "momentum") == "0.9"
+    at.radio(key="convention").set_value("cumulative").run()
+    assert at.slider(key="momentum").disabled
+    assert "every batch weighs the same" in texts(at)
+    at.radio(key="convention").set_value("pytorch").run()
+    assert at.session_state["momentum"] == pytest.approx(0.1)  # back from Keras' 0.9
+    assert_clean(at)
+
+
+def test_controls_rerun_and_write_the_url() -> None:
+    at = run_app("batchnorm")
+    at.slider(key="batch_size").set_value(2).run()
+    at.slider(key="steps").set_value(30).run()
+    assert_clean(at)
+    assert _query(at, "batch_size") == "2" and _query(at, "steps") == "30"
+    assert "num_batches_tracked = 30" in texts(at)
+    at.number_input(key="bn_channel").set_value(7).run()
+    assert_clean(at)
+    assert _charts(at)[0]["layout"]["annotations"][0]["text"] == "Mean of channel 7"
+
+
+def test_section_widgets() -> None:
+    at = run_app("batchnorm", {"sim": "shift"})
+    at.slider(key="shift").set_value(2.0).run()
+    assert_clean(at)
+    table = at.dataframe[0].value
+    bn = table[table["method"] == "BatchNorm"].iloc[0]
+    assert bn["output mean"] == pytest.approx(2.0, abs=0.1)  # BatchNorm drifts with the shift
+    assert _query(at, "shift") == "2"
+    # values of closed tabs stay in the URL: a copied link is complete
+    assert _query(at, "accum") == "4" and _query(at, "devices") == "4"
+
+    acc = run_app("batchnorm", {"sim": "accumulation"})
+    acc.slider(key="accum").set_value(2).run()
+    assert_clean(acc)
+    rows = acc.dataframe[0].value
+    assert list(rows["num_batches_tracked"]) == [200, 100]
+
+    sync = run_app("batchnorm", {"sim": "sync"})
+    sync.slider(key="devices").set_value(2).run()
+    assert_clean(sync)
+    assert "synchronized vs one batch of 16" in texts(sync)
+
+
+def test_model_section_with_layernorm_and_nchw() -> None:
+    at = run_app("batchnorm", {"sim": "model", "compare": "layer", "shift": "1"}, timeout=300)
+    assert_clean(at)
+    table = at.dataframe[0].value
+    assert list(table["network"]) == [
+        "BatchNorm, batch 2",
+        "BatchNorm, batch 64",
+        "LayerNorm, batch 2",
+        "LayerNorm, batch 64",
+    ]
+    # LayerNorm has no train/eval split: its two modes agree (up to a tied prediction or two)
+    ln = table.iloc[3]
+    assert abs(ln["training mode"] - ln["evaluation mode"]) <= 0.002
+    nchw = run_app("batchnorm", {"layout": "NCHW", "sim": "checkpoint"})
+    assert_clean(nchw)
+    assert "(6,)" in "\n".join(str(d.value) for d in nchw.dataframe)
+
+
+# ---- a real browser ------------------------------------------------------------------------
+
+
+SLOW = 300_000  # ms: a first visit on a busy two-core machine imports torch and computes
+
+
+@pytest.mark.browser
+def test_batchnorm_in_browser(page, server) -> None:
+    page.goto(f"{server}/batchnorm")
+    wait_done(page, timeout=SLOW)
+    assert_no_exception(page)
+    assert page.get_by_text("BatchNorm lab", exact=True).count() >= 1
+    page.locator(".js-plotly-plot").first.wait_for(timeout=SLOW)
+    assert page.locator(".js-plotly-plot").count() == 1  # only the open tab is computed
+    # open another section: its tab reruns the page and lands in the URL
+    page.get_by_role("tab", name="Shift").click()
+    page.wait_for_url("**sim=shift**", timeout=SLOW)
+    page.get_by_text("Shifted evaluation data through each method").first.wait_for(timeout=SLOW)
+    wait_done(page, timeout=SLOW)
+    assert_no_exception(page)
+    # move the batch-size slider with the keyboard: the URL follows
+    slider = page.get_by_role("slider", name="Batch size b")
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_url("**batch_size=9**", timeout=SLOW)
+    wait_done(page, timeout=SLOW)
+    assert_no_exception(page)
+    page.get_by_role("tab", name="Running stats").click()
+    page.wait_for_url("**sim=running**", timeout=SLOW)
+    page.get_by_text("Running statistics follow the batches").first.wait_for(timeout=SLOW)
+    wait_done(page, timeout=SLOW)
+    assert_no_exception(page)
+    assert "n = b·T = 54 values" in page.inner_text("body")  # b = 9 now, T = 6
+    screenshot(page, "batchnorm")
