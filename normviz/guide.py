@@ -72,7 +72,7 @@ class Recommendation:
     reasons: tuple[str, ...]
     pitfalls: tuple[str, ...]
     alternative: str | None  # a METHODS key worth considering instead, or None
-    alternative_reason: str
+    alternative_reason: str  # reads after the alternative's name: "RMSNorm, <reason>"
     path: tuple[str, ...]  # flowchart node ids from the root to the leaf
 
     @property
@@ -117,10 +117,10 @@ def recommend(s: Situation) -> Recommendation:
                 "RMSNorm skips the mean and the shift, which saves work per token; large "
                 "language models commonly use it."
             )
-            alt_reason = "LayerNorm also centres the features, if that matters for your data."
+            alt_reason = "if centring the features matters for your data."
         elif arch == "transformer":
             alt = "rms"
-            alt_reason = "RMSNorm is a cheaper, uncentred variant used by many large models."
+            alt_reason = "a cheaper, uncentred variant that many large models use."
         pitfalls.append(
             "Place it before each sublayer (pre-norm, x + F(Norm(x))) in deep stacks, and add "
             "a final norm before the output: see the pre-norm vs post-norm page."
@@ -145,7 +145,8 @@ def recommend(s: Situation) -> Recommendation:
                 f"{s.batch_per_device} samples per device (≥ {BATCH_THRESHOLD}) give stable "
                 "per-channel batch statistics, and BatchNorm's noise even regularizes a little."
             )
-            alt, alt_reason = "group", "GroupNorm if batches shrink or inference must match."
+            alt = "group"
+            alt_reason = "if batches shrink or inference must match training."
         else:
             method = "group"
             if big:
@@ -160,9 +161,7 @@ def recommend(s: Situation) -> Recommendation:
                 )
             reasons.append("It keeps some channel structure (groups), unlike LayerNorm.")
             alt = "batch" if not big else None
-            alt_reason = (
-                f"BatchNorm once you have ≥ {BATCH_THRESHOLD} samples per device." if alt else ""
-            )
+            alt_reason = f"once each device sees ≥ {BATCH_THRESHOLD} samples." if alt else ""
     path.append(method)
     m = METHODS[method]
     pitfalls.insert(0, f"{m.label}: {m.pitfall}.")

@@ -69,13 +69,12 @@ def decision_guide() -> None:
         )
     rec = guide.recommend(guide.Situation(arch, int(batch), frozenset(constraints or ())))
     with c2:
-        st.success(
-            f"**Use {rec.label}.** {METHODS[rec.method].summary}.", icon=":material/explore:"
-        )
+        summary = METHODS[rec.method].summary
+        st.success(f"**Use {rec.label}**: {summary}.", icon=":material/explore:")
         st.markdown("**Why**\n" + "\n".join(f"- {r}" for r in rec.reasons))
         st.markdown("**Watch out for**\n" + "\n".join(f"- {p}" for p in rec.pitfalls))
         if rec.alternative:
-            st.caption(f"Also worth a look: {rec.alt_label}. {rec.alternative_reason}")
+            st.caption(f"Also worth a look: {rec.alt_label}, {rec.alternative_reason}")
     st.graphviz_chart(guide.flowchart_dot(rec), width="stretch")
 
 

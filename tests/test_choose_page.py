@@ -1,0 +1,149 @@
+"""The "Which normalization?" page (/choose): the guide, the model audit, uploads."""
+
+from __future__ import annotations
+
+import io as pyio
+import pickle
+
+import pytest
+import torch
+from conftest import assert_clean, assert_no_exception, open_app, run_app, screenshot, texts
+
+from normviz import METHODS, audit, guide
+
+
+def _advice(at) -> str:
+    return " ".join(s.value for s in at.success)
+
+
+def test_default_view() -> None:
+    at = run_app("choose")
+    assert_clean(at)
+    assert "**Use LayerNorm**" in _advice(at)  # a transformer, 32 samples per device
+    table = next(d.value for d in at.dataframe if d.value.index.name == "method")
+    assert list(table.index) == [
+        METHODS[k].label for k in ("batch", "layer", "instance", "group", "rms")
+    ]
+    answers = dict(at.table[0].value["answer"])
+    bias_check = "Bias disabled before per-channel norms (BatchNorm, InstanceNorm)"
+    assert answers[bias_check] == "no: needless bias in conv1"  # the first model: ResNet
+    findings = next(d.value for d in at.dataframe if d.value.index.name == "layer")
+    assert findings.loc["bn1", "needless bias"] == "YES"
+    assert "optimizer = torch.optim.AdamW" in texts(at)
+    assert not at.warning and not at.error
+
+
+@pytest.mark.parametrize(
+    ("arch", "batch", "constraints", "label"),
+    [
+        ("rnn", 32, [], "LayerNorm"),
+        ("cnn", 64, [], "BatchNorm"),
+        ("cnn", 4, [], "GroupNorm"),
+        ("cnn", 64, ["same"], "GroupNorm"),
+        ("detection", 2, ["shift"], "GroupNorm"),
+        ("style", 8, [], "InstanceNorm"),
+        ("transformer", 8, ["cost"], "RMSNorm"),
+    ],
+)
+def test_guide_answers(arch: str, batch: int, constraints: list[str], label: str) -> None:
+    at = run_app("choose")
+    at.radio(key="ch_arch").set_value(arch)
+    at.number_input(key="ch_batch").set_value(batch)
+    at.button_group(key="ch_constraints").set_value(constraints)
+    at.run()
+    assert_clean(at)
+    assert f"**Use {label}**" in _advice(at)
+    rec = guide.recommend(guide.Situation(arch, batch, frozenset(constraints)))
+    page = texts(at)
+    for line in (*rec.reasons, *rec.pitfalls):
+        assert line in page, line
+
+
+@pytest.mark.parametrize("key", list(audit.ZOO))
+def test_every_zoo_model_is_audited(key: str) -> None:
+    at = run_app("choose")
+    at.selectbox(key="ch_model").set_value(key).run()
+    assert_clean(at)
+    report = audit.audit_zoo_model(key)
+    findings = next(d.value for d in at.dataframe if d.value.index.name == "layer")
+    assert list(findings.index) == [f.name for f in report.findings]
+    assert list(findings["placement"]) == [f.placement for f in report.findings]
+    checklist = at.table[0].value
+    assert list(checklist["answer"]) == [a for _, a in report.checklist()]
+
+
+def test_the_sample_file_is_audited() -> None:
+    at = run_app("choose")
+    at.toggle(key="ch_use_sample").set_value(True).run()
+    assert_clean(at)
+    saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
+    assert list(saved.index) == ["bn1", "bn2"]
+    assert saved.loc["bn1", "notes"] == "updated in 3 training step(s)"
+    assert "2 module(s) with normalization parameters or buffers" in texts(at)
+
+
+def _pt(obj: object) -> bytes:
+    buf = pyio.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+class _Evil:
+    def __reduce__(self) -> tuple:
+        return (print, ("must not run",))
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "expect"),
+    [
+        ("decoder.pt", _pt(audit.zoo_state_dict("rms_decoder")), "attn_norm"),
+        ("net.pth", _pt({"model": audit.zoo_state_dict("unet")}), "model.enc.gn1"),
+        ("evil.pt", pickle.dumps({"w": _Evil()}), "was refused"),
+        ("junk.safetensors", b"\x00" * 64, "was refused"),
+        ("empty.pt", b"", "was refused"),
+    ],
+)
+def test_uploads(name: str, data: bytes, expect: str) -> None:
+    at = run_app("choose")
+    at.get("file_uploader")[0].upload(name, data).run()
+    assert_clean(at)
+    assert expect in texts(at) + " ".join(
+        str(d.value.index.tolist()) for d in at.dataframe if d.value.index.name == "module"
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"ch_arch": "quantum", "ch_batch": "-3"},
+        {"layout": "NCHW", "groups": "0", "C": "7"},
+        {"seed": "1e400", "unknown🙂": "x"},
+    ],
+)
+def test_hostile_urls_do_not_break_the_page(query: dict[str, str]) -> None:
+    at = run_app("choose", query=query)
+    assert_clean(at)
+    assert at.warning
+    assert "**Use LayerNorm**" in _advice(at)
+
+
+@pytest.mark.browser
+def test_choose_in_browser(page, server, tmp_path) -> None:
+    open_app(page, server, "choose")
+    assert_no_exception(page)
+    page.get_by_text("Use LayerNorm").first.wait_for()
+    page.get_by_text("CNN (classification, general vision)").click()
+    page.get_by_text("Use BatchNorm").first.wait_for()
+    batch = page.get_by_label("Samples per device per step", exact=True)
+    batch.fill("4")
+    batch.press("Enter")
+    page.get_by_text("Use GroupNorm").first.wait_for()
+    sample = tmp_path / "resnet_block.safetensors"
+    sample.write_bytes(audit.zoo_safetensors("resnet"))
+    page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(sample))
+    page.get_by_text("2 module(s) with normalization parameters").wait_for(timeout=120_000)
+    # the table is a canvas; its cells exist for screen readers only
+    page.get_by_text("updated in 3 training step(s)").first.wait_for(state="attached")
+    assert_no_exception(page)
+    page.locator("[data-testid=stGraphVizChart]").first.scroll_into_view_if_needed()
+    screenshot(page, "choose")
