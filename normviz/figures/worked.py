@@ -74,7 +74,7 @@ def make_worked_figure(
     for col, s in enumerate(steps, start=2):
         _panel(fig, s.output, col, True, s.label, presenter)
         _outline(fig, s, col, x.shape)
-    height = 160 + 60 * x.shape[0]
+    height = 130 + 48 * x.shape[0]
     fig.update_xaxes(showgrid=False)
     fig.update_yaxes(showgrid=False)
     return style.apply(fig, presenter, height=height)
