@@ -259,6 +259,30 @@ def group_ids(
     return np.broadcast_to(ids, con.expanded_shape).reshape(con.shape)
 
 
+def check_values(con: Contract, from_input: bool = True) -> None:
+    """Refuse what torch refuses: statistics from the input with one value each.
+
+    `from_input` is False when BatchNorm normalizes with running statistics.
+
+    Raises:
+        NormConfigError: with the axes and the count that make the one value.
+    """
+    m, lay = con.method_obj, con.layout_obj
+    if m.needs_two_in_training and from_input and con.group_size == 1:
+        where = "in training " if m.train_eval_differ else ""
+        raise NormConfigError(
+            f"{m.label} {where}needs more than 1 value per {m.stat_noun}: "
+            f"{con.size_text()} for shape {lay.shape_text(con.shape)}"
+        )
+    if m.grouped and math.prod(con.shape) == con.groups:
+        # torch's GroupNorm runs BatchNorm's check on (N·C/G, G, rest): mirror its refusal
+        raise NormConfigError(
+            f"GroupNorm needs more than 1 value per group across the whole batch; shape "
+            f"{lay.shape_text(con.shape)} with groups={con.groups} has one. Make the "
+            "batch or an axis larger"
+        )
+
+
 @dataclass(frozen=True)
 class NormResult:
     """What normalize() returns: the output and the statistics that produced it."""
@@ -343,20 +367,7 @@ def normalize(
             raise NormConfigError(
                 f"running statistics have {running.num_features} channels but x has C={C}"
             )
-    m_obj = con.method_obj
-    if m_obj.needs_two_in_training and not use_running and con.group_size == 1:
-        where = "in training " if m_obj.train_eval_differ else ""
-        raise NormConfigError(
-            f"{m_obj.label} {where}needs more than 1 value per {m_obj.stat_noun}: "
-            f"{con.size_text()} for shape {lay.shape_text(con.shape)}"
-        )
-    if m_obj.grouped and math.prod(con.shape) == con.groups:
-        # torch's GroupNorm runs BatchNorm's check on (N·C/G, G, rest): mirror its refusal
-        raise NormConfigError(
-            f"GroupNorm needs more than 1 value per group across the whole batch; shape "
-            f"{lay.shape_text(con.shape)} with groups={con.groups} has one. Make the "
-            "batch or an axis larger"
-        )
+    check_values(con, from_input=not use_running)
 
     xv = x.reshape(con.expanded_shape)
     w_e = _param_view(w, con)

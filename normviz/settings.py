@@ -203,6 +203,8 @@ class Settings:
         kw = self.norm_kwargs(method)
         kw.pop("eps")
         contract(method or self.method, self.layout, self.shape, **kw)  # type: ignore[arg-type]
+        # one value per statistic (torch refuses to train on it) is left to the pages:
+        # the Axis Explorer still draws the block and explains the refusal
 
     def relevant_params(self) -> list[str]:
         """The shared URL names that describe this view."""

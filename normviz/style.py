@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 PALETTE: tuple[str, ...] = (
@@ -37,6 +38,22 @@ MAX_CELLS_2D = 20000  # cells drawn in a flat view before capping
 HIST_BINS = 60
 
 
+GRID = "#E5E5E5"
+# A small white template, the default for every figure: plotly's own "plotly_white"
+# is large enough that applying it per figure cost ~0.1 s, a third of a page rerun.
+pio.templates["normviz"] = go.layout.Template(
+    layout={
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "colorway": list(PALETTE),
+        "xaxis": {"gridcolor": GRID, "zerolinecolor": GRID, "linecolor": "#444", "ticks": ""},
+        "yaxis": {"gridcolor": GRID, "zerolinecolor": GRID, "linecolor": "#444", "ticks": ""},
+        "hoverlabel": {"font": {"family": FONT_FAMILY}},
+    }
+)
+pio.templates.default = "normviz"
+
+
 def font_size(presenter: bool = False) -> int:
     return round(BASE_FONT * (PRESENTER_SCALE if presenter else 1.0))
 
@@ -47,7 +64,6 @@ def apply(fig: go.Figure, presenter: bool = False, height: int | None = None) ->
     fig.update_layout(
         font={"family": FONT_FAMILY, "size": size},
         title_font={"size": round(size * 1.15)},
-        template="plotly_white",
         margin={"l": 10, "r": 10, "t": 50 if fig.layout.title.text else 20, "b": 10},
         legend={"font": {"size": size}},
     )
