@@ -43,6 +43,27 @@ def clamp_cell(shape: Sequence[int], cell: Sequence[int] | None) -> tuple[int, .
     return tuple(min(max(i, 0), max(n - 1, 0)) for i, n in zip(idx, shape, strict=True))
 
 
+def cell_from_point(point: object, shape: Sequence[int]) -> tuple[int, ...] | None:
+    """The cell a clicked flat-view marker names (its customdata), clamped; None if unusable.
+
+    The browser sends customdata as a list, or as {"0": i, "1": j, ...} when the
+    figure shipped it as a typed array.
+    """
+    raw = point.get("customdata") if isinstance(point, dict) else None
+    if isinstance(raw, dict):
+        try:
+            raw = [raw[k] for k in sorted(raw, key=int)]
+        except (TypeError, ValueError):
+            return None
+    if not isinstance(raw, list | tuple) or len(raw) != len(shape):
+        return None
+    try:
+        cell = [int(v) for v in raw]
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return clamp_cell(shape, cell)
+
+
 def group_slices(con: Contract, cell: Sequence[int]) -> tuple[slice, ...]:
     """The box of the tensor that shares `cell`'s statistic (every group is a box).
 
@@ -440,6 +461,7 @@ __all__ = [
     "Confusion",
     "ContractCard",
     "GroupDetail",
+    "cell_from_point",
     "cell_text",
     "clamp_cell",
     "confusions",

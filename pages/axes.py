@@ -89,9 +89,9 @@ def _on_flat_click(layout: str, shape: tuple[int, ...]) -> None:
     """
     event = st.session_state.get(FLAT_KEY) or {}
     points = (event.get("selection") or {}).get("points") or []
-    if not points or not isinstance(points[0].get("customdata"), list | tuple):
+    cell = explore.cell_from_point(points[0], shape) if points else None
+    if cell is None:
         return
-    cell = explore.clamp_cell(shape, points[0]["customdata"])
     for k, i in zip(_cell_keys(layout), cell, strict=True):
         st.session_state[k] = i
 

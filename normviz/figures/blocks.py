@@ -673,8 +673,10 @@ def make_flat_figure(
     )
     _note(fig, win)
     style.apply(fig, presenter)
+    # room for the row labels: plotly's automargin does not always run inside Streamlit
+    label_px = style.font_size(presenter) * 0.6 * max(len(t) for t in fig.layout.yaxis.ticktext)
     fig.update_layout(
-        margin={"l": 10, "r": 10, "t": 90 if win.capped else 60, "b": 10},
+        margin={"l": round(label_px) + 40, "r": 10, "t": 90 if win.capped else 60, "b": 10},
         height=n_rows * row_px + (150 if win.capped else 120),
     )
     return fig
