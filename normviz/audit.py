@@ -791,8 +791,8 @@ class StateDictReport:
     n_tensors: int
     n_elements: int
     norms: tuple[SavedNorm, ...]
-    decay: tuple[str, ...]  # ≥ 2-D weights
-    no_decay: tuple[str, ...]  # 1-D tensors that are parameters (γ, β, biases)
+    decay: tuple[str, ...]  # ≥ 2-D weights (by name: ...weight)
+    no_decay: tuple[str, ...]  # 1-D weights and biases (γ, β, biases)
 
 
 def _guess(prefix: str) -> str | None:
@@ -867,11 +867,15 @@ def audit_state_dict(tensors: Mapping[str, torch.Tensor]) -> StateDictReport:
             f"{leaf} {tuple(leaves[leaf].shape)}" for leaf in ("weight", "bias") if leaf in leaves
         )
         norms.append(SavedNorm(prefix, kind, method, params, tuple(has_buffers), tuple(notes)))
-    decay = tuple(k for k, v in tensors.items() if v.ndim >= 2 and v.is_floating_point())
+    # parameters by name (weight, in_proj_weight, bias, ...); optimizer state and
+    # buffers of a full checkpoint are neither
+    decay = tuple(
+        k for k, v in tensors.items() if v.ndim >= 2 and k.rpartition(".")[2].endswith("weight")
+    )
     no_decay = tuple(
         k
         for k, v in tensors.items()
-        if v.ndim == 1 and v.is_floating_point() and k.rpartition(".")[2] in ("weight", "bias")
+        if v.ndim == 1 and k.rpartition(".")[2].endswith(("weight", "bias"))
     )
     return StateDictReport(
         n_tensors=len(tensors),

@@ -341,6 +341,16 @@ def test_state_dict_errors() -> None:
         audit.audit_state_dict({"a": [1, 2]})  # type: ignore[dict-item]
     empty = audit.audit_state_dict({"fc.weight": torch.ones(3, 3)})
     assert empty.norms == () and empty.decay == ("fc.weight",)
+    # a full checkpoint: optimizer state is neither decayed nor exempt
+    ckpt = audit.audit_state_dict(
+        {
+            "model.fc.weight": torch.ones(3, 3),
+            "model.ln.weight": torch.ones(3),
+            "optimizer.state.0.exp_avg": torch.ones(3, 3),
+            "optimizer.state.1.exp_avg": torch.ones(3),
+        }
+    )
+    assert ckpt.decay == ("model.fc.weight",) and ckpt.no_decay == ("model.ln.weight",)
 
 
 class _Evil:
