@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -117,6 +120,27 @@ def _report(cfg: bnmodel.ModelConfig, shift: float, scale: float) -> bnmodel.Mod
     return bnmodel.evaluate(_trained(cfg), shift, scale)
 
 
+# Figures are cached too: building one costs ~0.2 s of Plotly validation, a cache hit
+# ~15 ms. Each is keyed on the plain settings its result is cached on.
+FIGURES: dict[str, Callable[[Any, Any, bool], go.Figure]] = {
+    "running": lambda setup, c, p: figs.make_running_figure(_trace(setup), c, p),
+    "bessel": lambda setup, _, p: figs.make_bessel_figure(_bessel(setup.seed), setup.n, p),
+    "gap": lambda setup, _, p: figs.make_gap_figure(_gap(setup), setup.batch_size, p),
+    "shift": lambda setup, args, p: figs.make_shift_figure(_shift(setup, *args), p),
+    "order": lambda setup, c, p: figs.make_order_figure(_order(setup), c, p),
+    "accumulation": lambda setup, k, p: figs.make_accumulation_figure(_accum(setup, k), p),
+    "sync": lambda setup, k, p: figs.make_sync_figure(_sync(setup, k), p),
+    "freeze": lambda setup, _, p: figs.make_freeze_figure(_freeze(setup), p),
+    "checkpoint": lambda setup, _, p: figs.make_checkpoint_figure(_checkpoint(setup), p),
+    "model": lambda cfg, args, p: figs.make_model_figure(_report(cfg, *args), p),
+}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _figure(kind: str, key: object, extra: object, presenter: bool) -> go.Figure:
+    return FIGURES[kind](key, extra, presenter)
+
+
 # ---- small helpers ----------------------------------------------------------------------
 
 
@@ -131,8 +155,10 @@ def _table(rows: list[dict], fmt: str = "%.4g") -> None:
     st.dataframe(df, hide_index=True, column_config=config, width="content")
 
 
-def _plot(fig: go.Figure, key: str) -> None:
-    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+def _plot(kind: str, key: object, extra: object, presenter: bool) -> None:
+    """Draw the cached figure `kind` for these settings."""
+    fig = _figure(kind, key, extra, presenter)
+    st.plotly_chart(fig, key=f"bn_{kind}_fig", config={"displaylogo": False})
 
 
 def _channel_picker(C: int, key: str) -> int:
@@ -266,7 +292,7 @@ def running_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 def channel_view(setup: bnlab.LabSetup, trace: bnlab.RunningTrace, presenter: bool) -> None:
     """The per-channel plot and numbers (a channel change reruns only this)."""
     c = _channel_picker(setup.C, "bn_channel")
-    _plot(figs.make_running_figure(trace, c, presenter), "bn_running_fig")
+    _plot("running", setup, c, presenter)
     rows = [
         {
             "statistic": "mean",
@@ -300,7 +326,7 @@ def bessel_section(setup: bnlab.LabSetup, presenter: bool) -> None:
         "standard-normal values, whose true variance is 1."
     )
     res = _bessel(setup.seed)
-    _plot(figs.make_bessel_figure(res, setup.n, presenter), "bn_bessel_fig")
+    _plot("bessel", setup, None, presenter)
     rows = [
         {"n": int(n), "n/(n−1)": f, "biased / σ²": b, "unbiased / σ²": u}
         for n, f, b, u in zip(res.n, res.factor, res.biased, res.unbiased, strict=True)
@@ -335,7 +361,7 @@ def batch_size_section(setup: bnlab.LabSetup, presenter: bool) -> None:
         "another."
     )
     sweep = _gap(setup)
-    _plot(figs.make_gap_figure(sweep, setup.batch_size, presenter), "bn_gap_fig")
+    _plot("gap", setup, None, presenter)
     _table(
         [
             {
@@ -378,7 +404,7 @@ def shift_section(setup: bnlab.LabSetup, s: ns.Settings, presenter: bool) -> Non
     with cols[1]:
         scale = state.widget(st.slider, "scale", "Scale (×)", PAGE, step=0.1)
     res = _shift(setup, float(shift), float(scale), s.groups)
-    _plot(figs.make_shift_figure(res, presenter), "bn_shift_fig")
+    _plot("shift", setup, (float(shift), float(scale), s.groups), presenter)
     _table(
         [
             {
@@ -415,7 +441,7 @@ def order_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 @st.fragment
 def order_view(setup: bnlab.LabSetup, res: bnlab.OrderResult, presenter: bool) -> None:
     c = _channel_picker(setup.C, "bn_order_channel")
-    _plot(figs.make_order_figure(res, c, presenter), "bn_order_fig")
+    _plot("order", setup, c, presenter)
     _table(
         [
             {
@@ -446,7 +472,7 @@ def accumulation_section(setup: bnlab.LabSetup, presenter: bool) -> None:
     except NormConfigError as e:
         st.warning(f"{e}.", icon=":material/warning:")
         return
-    _plot(figs.make_accumulation_figure(res, presenter), "bn_accum_fig")
+    _plot("accumulation", setup, int(k), presenter)
     _table(
         [
             {
@@ -479,7 +505,7 @@ def sync_section(setup: bnlab.LabSetup, presenter: bool) -> None:
     except NormConfigError as e:
         st.warning(f"{e}.", icon=":material/warning:")
         return
-    _plot(figs.make_sync_figure(res, presenter), "bn_sync_fig")
+    _plot("sync", setup, int(K), presenter)
     _table(
         [
             {
@@ -512,7 +538,7 @@ def freeze_section(setup: bnlab.LabSetup, presenter: bool) -> None:
         "is only fully frozen with both `eval()` and `requires_grad=False`."
     )
     res = _freeze(setup)
-    _plot(figs.make_freeze_figure(res, presenter), "bn_freeze_fig")
+    _plot("freeze", setup, None, presenter)
     _table(
         [
             {
@@ -552,7 +578,7 @@ def checkpoint_section(setup: bnlab.LabSetup, presenter: bool) -> None:
         "fills in num_batches_tracked).",
         icon=":material/warning:",
     )
-    _plot(figs.make_checkpoint_figure(res, presenter), "bn_ckpt_fig")
+    _plot("checkpoint", setup, None, presenter)
     st.caption(
         f"The layer was trained for {res.steps} steps with momentum {res.momentum}; bars are "
         "per-channel means of the evaluation outputs, whiskers their standard deviation."
@@ -586,7 +612,7 @@ def model_section(s: ns.Settings, presenter: bool) -> None:
         scale = state.widget(st.slider, "scale", "Test scale (×)", PAGE, step=0.1)
     cfg = bnmodel.ModelConfig(seed=s.seed, compare=str(compare))
     report = _report(cfg, float(shift), float(scale))
-    _plot(figs.make_model_figure(report, presenter), "bn_model_fig")
+    _plot("model", cfg, (float(shift), float(scale)), presenter)
     _table(
         [
             {
