@@ -18,7 +18,7 @@ from conftest import (
     wait_done,
 )
 
-from normviz import LAYOUTS, METHODS, STANDARD_METHODS
+from normviz import LAYOUTS, METHODS, STANDARD_METHODS, style
 
 MB = 1_000_000
 
@@ -251,6 +251,19 @@ def test_refused_settings_show_reason_and_hint(query: dict, reason: str, hint: s
     assert_clean(at)
     shown = "\n".join(e.value for e in at.error) + "\n".join(i.value for i in at.info)
     assert reason in shown and hint in shown, shown
+
+
+def test_home_shows_every_methods_thumbnail_for_both_layouts() -> None:
+    at = run_app()
+    assert_clean(at)
+    charts = _charts(at)
+    thumbs = [c for c in charts if any(t.get("fill") == "toself" for t in c["data"])]
+    assert len(thumbs) == len(LAYOUTS)
+    for spec in thumbs:
+        titles = [a["text"] for a in spec["layout"]["annotations"]][: len(STANDARD_METHODS)]
+        assert titles == [METHODS[m].label for m in STANDARD_METHODS]
+        highlighted = [t for t in spec["data"] if t.get("fillcolor") != style.MUTED]
+        assert len(highlighted) == len(STANDARD_METHODS)
 
 
 # ---- real browser ------------------------------------------------------------------

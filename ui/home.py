@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
+import plotly.graph_objects as go
 import streamlit as st
 
-from normviz import text
+from normviz import LAYOUTS, text
+from normviz.figures import blocks
+from ui import state
 from ui.pages import available
+
+THUMB_GROUPS = 2  # GroupNorm's G in the thumbnails (divides both default C)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _thumbnails(layout: str, presenter: bool) -> go.Figure:
+    """Every method's highlighted block at the layout's classroom shape."""
+    lay = LAYOUTS[layout]
+    shape = tuple(lay.defaults[a] for a in lay.axes)
+    return blocks.make_methods_figure(layout, shape, THUMB_GROUPS, presenter=presenter)
 
 
 def render() -> None:
@@ -33,6 +46,12 @@ def render() -> None:
         "C/G: the channels of one group, G: the groups."
     )
     st.dataframe(text.contract_table(), width="stretch")
+    st.markdown(
+        "The same contract as pictures: each block is a small tensor, and the coloured cells "
+        "are the values that share one μ and σ² with the corner cell."
+    )
+    for layout in LAYOUTS:
+        st.plotly_chart(_thumbnails(layout, state.presenter()), theme=None, key=f"thumbs_{layout}")
     st.subheader("Where to go next")
     for info in available():
         st.page_link(str(info.file), label=f"**{info.title}**: {info.blurb}", icon=info.icon)
