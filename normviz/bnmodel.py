@@ -91,9 +91,7 @@ def _norm_layer(method: str, cfg: ModelConfig) -> nn.Module:
         return nn.LayerNorm(h)
     if method == "group":
         return nn.GroupNorm(cfg.groups, h)
-    raise NormConfigError(
-        f"the model compares BatchNorm with one of {', '.join(COMPARABLE)}, not {method!r}"
-    )
+    raise NormConfigError(f"no torch layer for {method!r} in the model: use batch, layer or group")
 
 
 def build(method: str, cfg: ModelConfig, generator: torch.Generator | None = None) -> nn.Sequential:
@@ -140,7 +138,9 @@ def train_all(cfg: ModelConfig, progress: ProgressText | None = None) -> Trained
     `progress(fraction, text)` is called as training proceeds (for a progress bar).
     """
     if cfg.compare not in COMPARABLE:
-        _norm_layer(cfg.compare, cfg)  # raises the explanation
+        raise NormConfigError(
+            f"the model compares BatchNorm with one of {', '.join(COMPARABLE)}, not {cfg.compare!r}"
+        )
     data = make_data(cfg)
     runs = []
     jobs = [(m, b) for m in cfg.methods for b in cfg.batch_sizes]

@@ -275,7 +275,9 @@ def running_section(setup: bnlab.LabSetup, presenter: bool) -> None:
         "In training, BatchNorm normalizes each batch with that batch's own mean and "
         "variance, and folds them into two running buffers. Evaluation later uses only those "
         "buffers, so they should end up near the statistics of the whole training set "
-        "(dashed). A larger weight per batch follows the batches faster but also their noise."
+        "(dashed). A larger weight per batch follows the batches faster but also their noise. "
+        "Keras writes the same rule with momentum = 1 − m: PyTorch's default m = 0.1 is "
+        "Keras' 0.9, and Keras' usual 0.99 is PyTorch's 0.01 (a memory of about 100 batches)."
     )
     trace = _trace(setup)
     channel_view(setup, trace, presenter)
@@ -676,4 +678,10 @@ for slug, label, tab in zip(SECTIONS, labels, tabs, strict=True):
         st.session_state["sim"] = slug
         st.query_params["sim"] = slug
         with tab:
-            RENDER[slug](lab, settings, state.presenter())
+            try:
+                RENDER[slug](lab, settings, state.presenter())
+            except NormConfigError as err:  # e.g. the batch-size sweep's largest batch
+                st.warning(
+                    f"**This section cannot run with these settings:** {err}.",
+                    icon=":material/warning:",
+                )

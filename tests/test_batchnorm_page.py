@@ -132,6 +132,14 @@ def test_settings_that_cannot_run_are_explained() -> None:
     assert any("over the app's cap" in e.value for e in big.error)
 
 
+def test_a_section_that_cannot_run_says_why() -> None:
+    # 900 values per sample: the lab runs, but the sweep's batch of 256 over 2000 steps is too much
+    at = run_app("batchnorm", {"T": "100", "C": "9", "steps": "2000", "sim": "batch-size"})
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    assert "This section cannot run" in warned and "lower the steps" in warned
+
+
 def test_switching_the_rule_converts_the_momentum() -> None:
     at = run_app("batchnorm")
     at.radio(key="convention").set_value("keras").run()
