@@ -147,10 +147,10 @@ def explorer(s: ns.Settings) -> None:
     try:
         d = _group(s, cell)
     except NormConfigError as e:
-        st.error(f"**torch refuses this setting:** {e}.", icon="🚫")
+        st.error(f"**torch refuses this setting:** {e}.", icon=":material/block:")
         hint = explore.refusal_hint(s.method, s.layout, s.shape, **_figure_kw(s))
         if hint:
-            st.info(hint, icon="💡")
+            st.info(hint, icon=":material/lightbulb:")
         return
     st.markdown(
         f"The cell **{explore.cell_text(s.layout, cell)}** shares its statistics with "
@@ -211,14 +211,14 @@ def custom_axes_section(s: ns.Settings) -> None:
         )
     if s.method == "custom":
         verdict = explore.explain_axes(s.layout, s.axes, s.centred)
-        st.info(verdict.text, icon="🔎")
+        st.info(verdict.text, icon=":material/search:")
     elif "C/G" in explore.contract_card(s.method, s.layout, s.shape, **_contract_kw(s)).reduces:
         st.caption("GroupNorm pools part of C (C/G channels), which no single checkbox can say.")
 
 
 def confusions_section(s: ns.Settings) -> None:
     for c in explore.confusions(s.method, s.layout, s.shape, **_figure_kw(s)):
-        st.info(f"**{c.title}.** {c.text}", icon="⚠️")
+        st.info(f"**{c.title}.** {c.text}", icon=":material/warning:")
 
 
 def side_by_side_section(s: ns.Settings) -> None:
@@ -241,11 +241,13 @@ def verified_code_section(s: ns.Settings) -> None:
         with st.spinner("Checking against torch…"):
             v = _verify(s)
     except (NormConfigError, ValueError, RuntimeError) as e:
-        st.info(f"No live check for this setting: {e}", icon="ℹ️")
+        st.info(f"No live check for this setting: {e}", icon=":material/info:")
         return
     st.code(v.code, language="python")
     ok, text = explore.verification_text(v.module, v.max_abs_diff)
-    (st.success if ok else st.warning)(text, icon="✅" if ok else "⚠️")
+    (st.success if ok else st.warning)(
+        text, icon=":material/check_circle:" if ok else ":material/warning:"
+    )
 
 
 # ---- the page ------------------------------------------------------------------------
