@@ -129,7 +129,7 @@ def batch_weight(momentum: float, convention: str) -> float | None:
     """Weight of each new batch in the running update (None: 1/k at step k)."""
     if convention == "cumulative":
         return None
-    return momentum if convention == "pytorch" else 1.0 - momentum
+    return new_running(1, momentum, convention).factor()  # the core's own rule
 
 
 def memory_steps(momentum: float, convention: str) -> float | None:
@@ -336,7 +336,6 @@ class RunningTrace:
     true_mean: np.ndarray  # (C,)
     true_var: np.ndarray  # (C,)
     n: int  # values per channel per batch
-    memory: float | None  # ≈ batches remembered (None: cumulative)
     final: RunningStats  # the buffers after the last step (a copy)
 
     @property
@@ -368,7 +367,6 @@ def running_trace(setup: LabSetup, progress: Progress | None = None) -> RunningT
         true_mean=_np(ds.mean),
         true_var=_np(ds.var),
         n=tr.n,
-        memory=memory_steps(setup.momentum, setup.convention),
         final=rs.copy(),
     )
 

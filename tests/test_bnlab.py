@@ -174,7 +174,7 @@ def test_running_trace_equals_torch(layout: str, convention: str, momentum: floa
         np.testing.assert_allclose(tr.twin_mean, k_mean.numpy(), atol=2e-5)
         np.testing.assert_allclose(tr.twin_var, k_var.numpy(), rtol=1e-4, atol=2e-5)
     if convention == "cumulative":
-        assert tr.twin is None and tr.twin_var is None and tr.memory is None
+        assert tr.twin is None and tr.twin_var is None
         # the cumulative average is the plain mean of the batch means
         np.testing.assert_allclose(tr.running_mean[-1], tr.batch_mean.mean(0), atol=2e-5)
     # batch statistics: what normalized each batch (biased variance)
