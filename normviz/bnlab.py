@@ -83,6 +83,7 @@ class LabSetup:
 
     @property
     def C(self) -> int:
+        """Number of channels."""
         return self.sample_shape[LAYOUTS[self.layout].channel_axis - 1]
 
     @property
@@ -96,9 +97,11 @@ class LabSetup:
         return self.batch_size * self.positions
 
     def batch_shape(self, b: int | None = None) -> tuple[int, ...]:
+        """Shape of one training batch (of b samples, default the setup's)."""
         return (self.batch_size if b is None else b, *self.sample_shape)
 
     def with_(self, **kw: object) -> LabSetup:
+        """A copy with some fields changed."""
         return replace(self, **kw)  # type: ignore[arg-type]
 
 
@@ -315,6 +318,7 @@ def run_stream(
 
 
 def _np(t: torch.Tensor) -> np.ndarray:
+    """A tensor as a float64 numpy array (results hold plain arrays)."""
     return t.detach().double().numpy()
 
 
@@ -539,6 +543,7 @@ def shift_sweep(
     mu, sd = ds.channel_view(ds.mean), ds.channel_view(ds.std)
 
     def stats(sh: float) -> list[tuple[float, float]]:
+        """Pooled output mean and variance of each method for one shift."""
         x = shifted(ds.held_out, mu, sd, sh, scale)
         out = []
         for m in COMPARED:
@@ -905,6 +910,8 @@ class FreezeRow:
 
 @dataclass(frozen=True)
 class FreezeResult:
+    """The four freezing setups, one row each."""
+
     names: tuple[str, ...]
     rows: tuple[FreezeRow, ...]
     lr: float

@@ -45,10 +45,12 @@ class ModelConfig:
 
     @property
     def methods(self) -> tuple[str, str]:
+        """BatchNorm and the method it is compared with."""
         return ("batch", self.compare)
 
     @property
     def batch_sizes(self) -> tuple[int, int]:
+        """The tiny and the normal batch size."""
         return (self.small_batch, self.normal_batch)
 
 
@@ -72,6 +74,7 @@ def make_data(cfg: ModelConfig) -> ClassData:
     centres = 1.2 * rng.standard_normal((cfg.classes, cfg.features))
 
     def draw(n: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """n labelled samples from the class distributions."""
         y = rng.integers(0, cfg.classes, n)
         z = centres[y] + rng.standard_normal((n, cfg.features))
         x = torch.from_numpy((offset + scale * z).astype(np.float32))
@@ -127,6 +130,8 @@ class TrainedRun:
 
 @dataclass(frozen=True)
 class Trained:
+    """The trained runs of one configuration."""
+
     config: ModelConfig
     runs: tuple[TrainedRun, ...]
 
@@ -214,6 +219,8 @@ class AccuracyRow:
 
 @dataclass(frozen=True)
 class ModelReport:
+    """Accuracy of every run, and the test-data shift it was scored on."""
+
     rows: tuple[AccuracyRow, ...]
     shift: float
     scale: float

@@ -44,6 +44,7 @@ CONVENTION_LABELS = {
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _trace(setup: bnlab.LabSetup) -> bnlab.RunningTrace:
+    """Simulation 1, with a progress bar while it runs."""
     bar = st.progress(0.0, text="Feeding the training batches through BatchNorm…")
     res = bnlab.running_trace(setup, bar.progress)
     bar.empty()
@@ -52,16 +53,19 @@ def _trace(setup: bnlab.LabSetup) -> bnlab.RunningTrace:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _bessel(seed: int) -> bnlab.BesselResult:
+    """Simulation 2's averages (independent of the lab's batches)."""
     return bnlab.bessel(seed)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _one_value(setup: bnlab.LabSetup) -> bnlab.OneValue:
+    """A single value per channel, refused in training, evaluated."""
     return bnlab.one_value(setup, _trace(setup).final)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _gap(setup: bnlab.LabSetup) -> bnlab.GapSweep:
+    """Simulation 3, with a progress bar while it runs."""
     bar = st.progress(0.0, text="Training running statistics at every batch size…")
     res = bnlab.gap_sweep(setup, progress=bar.progress)
     bar.empty()
@@ -70,11 +74,13 @@ def _gap(setup: bnlab.LabSetup) -> bnlab.GapSweep:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _shift(setup: bnlab.LabSetup, shift: float, scale: float, groups: int) -> bnlab.ShiftResult:
+    """Simulation 4 with the running statistics of simulation 1."""
     return bnlab.shift_sweep(setup, _trace(setup).final, shift, scale, groups)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def _order(setup: bnlab.LabSetup) -> bnlab.OrderResult:
+    """Simulation 5, with a progress bar while it runs."""
     bar = st.progress(0.0, text="Feeding sorted and shuffled batches…")
     res = bnlab.order_demo(setup, bar.progress)
     bar.empty()
@@ -83,6 +89,7 @@ def _order(setup: bnlab.LabSetup) -> bnlab.OrderResult:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _accum(setup: bnlab.LabSetup, k: int) -> bnlab.AccumResult:
+    """Simulation 6, with a progress bar while it runs."""
     bar = st.progress(0.0, text="Feeding micro-batches and full batches…")
     res = bnlab.accumulation(setup, k, bar.progress)
     bar.empty()
@@ -91,6 +98,7 @@ def _accum(setup: bnlab.LabSetup, k: int) -> bnlab.AccumResult:
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _sync(setup: bnlab.LabSetup, devices: int) -> bnlab.SyncResult:
+    """Simulation 7, with a progress bar while it runs."""
     bar = st.progress(0.0, text="All-reducing the devices' sums…")
     res = bnlab.sync_demo(setup, devices, bar.progress)
     bar.empty()
@@ -99,16 +107,19 @@ def _sync(setup: bnlab.LabSetup, devices: int) -> bnlab.SyncResult:
 
 @st.cache_data(max_entries=8, show_spinner="Running real optimizer steps…")
 def _freeze(setup: bnlab.LabSetup) -> bnlab.FreezeResult:
+    """Simulation 8 (real modules, real optimizer steps)."""
     return bnlab.freeze_demo(setup)
 
 
 @st.cache_data(max_entries=8, show_spinner="Training a real nn.BatchNorm and saving it…")
 def _checkpoint(setup: bnlab.LabSetup) -> bnlab.CheckpointResult:
+    """Simulation 9 (a real module, saved and reloaded)."""
     return bnlab.checkpoint_demo(setup)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _trained(cfg: bnmodel.ModelConfig) -> bnmodel.Trained:
+    """Simulation 10's networks, with a progress bar while they train."""
     bar = st.progress(0.0, text="Training the small networks…")
     res = bnmodel.train_all(cfg, lambda f, text: bar.progress(f, text=text))
     bar.empty()
@@ -117,6 +128,7 @@ def _trained(cfg: bnmodel.ModelConfig) -> bnmodel.Trained:
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def _report(cfg: bnmodel.ModelConfig, shift: float, scale: float) -> bnmodel.ModelReport:
+    """Simulation 10's accuracies for one test-data shift."""
     return bnmodel.evaluate(_trained(cfg), shift, scale)
 
 
@@ -138,6 +150,7 @@ FIGURES: dict[str, Callable[[Any, Any, bool], go.Figure]] = {
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _figure(kind: str, key: object, extra: object, presenter: bool) -> go.Figure:
+    """Figure `kind` for these plain settings."""
     return FIGURES[kind](key, extra, presenter)
 
 
@@ -170,6 +183,7 @@ def _channel_picker(C: int, key: str) -> int:
 
 
 def _memory_text(momentum: float, convention: str) -> str:
+    """How the update rule weighs new batches, in words."""
     w = bnlab.batch_weight(momentum, convention)
     mem = bnlab.memory_steps(momentum, convention)
     if w is None:
@@ -271,6 +285,7 @@ def controls(s: ns.Settings) -> bnlab.LabSetup:
 
 
 def running_section(setup: bnlab.LabSetup, presenter: bool) -> None:
+    """Simulation 1: running statistics over a training stream."""
     st.markdown(
         "In training, BatchNorm normalizes each batch with that batch's own mean and "
         "variance, and folds them into two running buffers. Evaluation later uses only those "
@@ -320,6 +335,7 @@ def channel_view(setup: bnlab.LabSetup, trace: bnlab.RunningTrace, presenter: bo
 
 
 def bessel_section(setup: bnlab.LabSetup, presenter: bool) -> None:
+    """Simulation 2: biased vs unbiased variance, and one value per channel."""
     st.markdown(
         "A batch is normalized with its **biased** variance (divide by n), but PyTorch adds "
         "the **unbiased** one (divide by n − 1) to running_var. With few values per channel "
@@ -355,6 +371,7 @@ def bessel_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 
 
 def batch_size_section(setup: bnlab.LabSetup, presenter: bool) -> None:
+    """Simulation 3: the train/eval gap against the batch size."""
     st.markdown(
         "For every batch size, running statistics are trained for the same number of steps; "
         "then held-out batches go through BatchNorm twice, in training mode (their own "
@@ -393,6 +410,7 @@ def batch_size_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 
 @st.fragment
 def shift_section(setup: bnlab.LabSetup, s: ns.Settings, presenter: bool) -> None:
+    """Simulation 4: shifted evaluation data (its sliders rerun only this)."""
     st.markdown(
         "At inference the data may not look like the training data. Here every channel of "
         "the held-out data is moved by `shift` training standard deviations and its spread "
@@ -428,6 +446,7 @@ def shift_section(setup: bnlab.LabSetup, s: ns.Settings, presenter: bool) -> Non
 
 
 def order_section(setup: bnlab.LabSetup, presenter: bool) -> None:
+    """Simulation 5: single-cluster batches against shuffled ones."""
     st.markdown(
         f"The training set is split into {bnlab.CLUSTERS} clusters. If the data arrive "
         "sorted, every batch holds a single cluster, and its statistics jump from cluster to "
@@ -442,6 +461,7 @@ def order_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 
 @st.fragment
 def order_view(setup: bnlab.LabSetup, res: bnlab.OrderResult, presenter: bool) -> None:
+    """Simulation 5's plot and numbers (a channel change reruns only this)."""
     c = _channel_picker(setup.C, "bn_order_channel")
     _plot("order", setup, c, presenter)
     _table(
@@ -462,6 +482,7 @@ def order_view(setup: bnlab.LabSetup, res: bnlab.OrderResult, presenter: bool) -
 
 @st.fragment
 def accumulation_section(setup: bnlab.LabSetup, presenter: bool) -> None:
+    """Simulation 6: gradient accumulation (its slider reruns only this)."""
     st.markdown(
         "Gradient accumulation runs k small forward and backward passes and then takes one "
         "optimizer step, to imitate a batch of k·b. The gradients add up as if the batch "
@@ -494,6 +515,7 @@ def accumulation_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 
 @st.fragment
 def sync_section(setup: bnlab.LabSetup, presenter: bool) -> None:
+    """Simulation 7: synchronized BatchNorm (its slider reruns only this)."""
     st.markdown(
         "With data parallelism each device normalizes its own local batch of b. Synchronized "
         "BatchNorm has every device send three numbers per channel (Σx, Σx² and the count) "
@@ -533,6 +555,7 @@ def sync_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 
 
 def freeze_section(setup: bnlab.LabSetup, presenter: bool) -> None:
+    """Simulation 8: which state one optimizer step changes."""
     st.markdown(
         'Fine-tuning often "freezes" BatchNorm. A real `nn.BatchNorm` takes one SGD step in '
         "each setup below. `requires_grad=False` only stops γ and β; the running buffers are "
@@ -554,6 +577,7 @@ def freeze_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 
 
 def checkpoint_section(setup: bnlab.LabSetup, presenter: bool) -> None:
+    """Simulation 9: a checkpoint with and without its buffers."""
     st.markdown(
         "A BatchNorm layer's state is more than γ and β: `running_mean`, `running_var` and "
         "`num_batches_tracked` are buffers, and a checkpoint must carry them. A real layer is "
@@ -589,6 +613,7 @@ def checkpoint_section(setup: bnlab.LabSetup, presenter: bool) -> None:
 
 @st.fragment
 def model_section(s: ns.Settings, presenter: bool) -> None:
+    """Simulation 10: the small real model (its widgets rerun only this)."""
     st.markdown(
         "A small MLP (two hidden layers with normalization) learns to classify synthetic "
         "data, once with batches of 2 and once with batches of 64, with BatchNorm and with a "
