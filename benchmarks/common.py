@@ -1,0 +1,243 @@
+"""Helpers the page benchmarks share: the page list, shapes at the element cap,
+AppTest runs through app.py, figure sizes, and a streamlit server for Chromium.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamlit.runtime.pages_manager import PagesManager
+from streamlit.testing.v1 import AppTest
+
+from normviz.layouts import LAYOUTS
+from normviz.settings import SIZE_LIMITS, max_elements
+from ui.pages import available
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("NORMVIZ_CHROMIUM", "/usr/bin/chromium")
+# the same flags as tests/conftest.py: no sandbox (root in a container), no GPU
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+HOME = "home"  # our name for the page at "/"
+# A finished script run in the browser (DESIGN.md: platform facts). Before the first
+# run starts the app also reports "notRunning", so wait for the sidebar's layout radio
+# too: app.py draws it at the start of every run.
+DONE_JS = """() => {
+    const app = document.querySelector('[data-testid=stApp]');
+    return app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+        && app.getAttribute('data-test-script-state') === 'notRunning'
+        && document.querySelector('[data-testid=stSidebarUserContent] [data-testid=stRadio]')
+        && document.querySelectorAll('[data-testid*=keleton]').length === 0;
+}"""
+
+
+def page_ids() -> list[str]:
+    """Every page that exists now: the home page, then pages/<path>.py in map order."""
+    return [HOME, *(p.path for p in available())]
+
+
+def url_path(page: str) -> str:
+    """The page's URL path ("" for home)."""
+    return "" if page == HOME else page
+
+
+# ---- shapes at the element cap ------------------------------------------------------
+
+
+def _pow2_upto(n: int) -> list[int]:
+    return [2**k for k in range(int(math.log2(n)) + 1)]
+
+
+def cap_shapes(layout: str, cap: int | None = None) -> dict[str, tuple[int, ...]]:
+    """The largest shapes the sidebar allows under the cap, by profile.
+
+    "balanced" spreads the elements evenly; "max <axis>" makes that axis as long as
+    the sidebar allows and spreads the rest. Sizes are powers of two, so with the
+    default cap (2^22) every shape has exactly cap elements.
+    """
+    cap = cap or max_elements()
+    axes = LAYOUTS[layout].axes
+    options = [_pow2_upto(min(SIZE_LIMITS[a], cap)) for a in axes]
+    best = max(math.prod(c) for c in itertools.product(*options) if math.prod(c) <= cap)
+    full = [c for c in itertools.product(*options) if math.prod(c) == best]
+
+    def spread(c: tuple[int, ...]) -> float:
+        return max(c) / min(c)
+
+    out = {"balanced": min(full, key=spread)}
+    for i, a in enumerate(axes):
+        top = max(c[i] for c in full)
+        out[f"max {a}"] = min((c for c in full if c[i] == top), key=spread)
+    seen: set[tuple[int, ...]] = set()
+    return {k: v for k, v in out.items() if not (v in seen or seen.add(v))}
+
+
+def query_for(layout: str, shape: tuple[int, ...], method: str = "batch") -> dict[str, str]:
+    """A full shared link for `shape` (groups=1 keeps GroupNorm valid at any C)."""
+    sizes = dict(zip(LAYOUTS[layout].axes, shape, strict=True))
+    return {
+        "layout": layout,
+        **{a: str(v) for a, v in sizes.items()},
+        "method": method,
+        "groups": "1" if method == "group" and sizes["C"] % 2 else "2",
+        "axes": LAYOUTS[layout].channel,
+        "centred": "1",
+        "eps": "1e-05",
+        "seed": "0",
+        "data": "channels",
+    }
+
+
+def shape_label(layout: str, shape: tuple[int, ...]) -> str:
+    return f"{layout} {'x'.join(map(str, shape))}"
+
+
+# ---- AppTest -----------------------------------------------------------------------
+
+
+class EntryAppTest(AppTest):
+    """AppTest that always runs app.py, as a warmed-up server does.
+
+    AppTest resets PagesManager.uses_pages_directory before every run, and with a
+    pages/ folder present Streamlit then runs a switched-to page file on its own
+    (legacy multipage mode: no app.py, so no sidebar, no URL reading, no error
+    wrapper). A real server leaves that mode for good once any run has called
+    st.navigation; this harness starts every run in that state.
+    """
+
+    def _run(self, widget_state=None, timeout=None):  # type: ignore[no-untyped-def]
+        original = PagesManager.__init__
+
+        def init(pm: PagesManager, *args: object, **kwargs: object) -> None:
+            original(pm, *args, **kwargs)
+            PagesManager.uses_pages_directory = False
+
+        PagesManager.__init__ = init  # type: ignore[method-assign]
+        try:
+            return super()._run(widget_state, timeout)
+        finally:
+            PagesManager.__init__ = original  # type: ignore[method-assign]
+
+
+def app_test(page: str, query: dict[str, str] | None = None, timeout: float = 600) -> AppTest:
+    """An AppTest of app.py on `page`, with `query` applied before the first run (not run)."""
+    at = EntryAppTest(ROOT / "app.py", default_timeout=timeout)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    if page != HOME:
+        at.switch_page(f"pages/{page}.py")
+    return at
+
+
+def sidebar_drawn(at: AppTest) -> bool:
+    """True when app.py drew the shared sidebar (the page ran through the entry point)."""
+    return any(r.key == "layout" for r in at.sidebar.radio)
+
+
+@dataclass(frozen=True)
+class FigureSize:
+    """One Plotly chart of a run: its widget key (or position) and JSON length."""
+
+    name: str
+    chars: int
+    traces: int
+
+
+def figure_sizes(at: AppTest) -> list[FigureSize]:
+    """Every Plotly chart the last run sent, with the length of its figure JSON."""
+    import json
+
+    out = []
+    for i, el in enumerate(at.get("plotly_chart")):
+        spec = el.proto.spec
+        try:
+            fig = json.loads(spec)
+            traces = len(fig.get("data", []))
+            title = (fig.get("layout", {}).get("title") or {}).get("text") or ""
+        except ValueError:
+            traces, title = -1, ""
+        name = el.key or (title[:30] if title else f"chart {i}")
+        out.append(FigureSize(name, len(spec), traces))
+    return out
+
+
+# ---- a real server ------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serve(log: Path | None = None, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
+    """`streamlit run app.py` on a free loopback port; yields (base URL, server pid)."""
+    port = free_port()
+    log = log or ROOT / ".pytest_cache" / "bench-server.log"
+    log.parent.mkdir(exist_ok=True)
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "streamlit",
+                "run",
+                "app.py",
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.headless",
+                "true",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.time() + 120
+            while True:
+                try:
+                    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                        if r.status == 200:
+                            break
+                except OSError:
+                    if time.time() > deadline or proc.poll() is not None:
+                        raise RuntimeError(f"streamlit did not start; see {log}") from None
+                    time.sleep(0.3)
+            yield url, proc.pid
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of process `pid` in MB (VmRSS of /proc/<pid>/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")

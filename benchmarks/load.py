@@ -1,0 +1,273 @@
+"""How large a class one server process serves: ramp concurrent sessions, time them.
+
+Starts `streamlit run app.py`, then for each level (default 8, 16, 32) opens that
+many sessions at once. Each session opens a page (the pages in turn) from its own
+link, then changes its seed `--rounds` times, as a student clicking "+" would;
+every change gives new data, so each rerun computes rather than hits a cache.
+The server's resident memory (VmRSS) is sampled throughout. Levels can be run
+`--repeat` times: with bounded caches the memory after each pass stays flat.
+
+Two kinds of client:
+
+- `ws` (default): a light client speaking Streamlit's websocket protocol (the
+  protobuf BackMsg/ForwardMsg the browser sends), timing from the request to the
+  server's "script finished". It measures the server alone: 32 Chromium pages on
+  the same 2 cores would mostly measure Chromium.
+- `chromium`: real headless Chromium contexts (one browser), timing from the click
+  to a finished run on screen. Heavy: fine for 8, slow at 32 on 2 cores.
+
+Each session checks that the server wrote its own seed back to its URL (no
+cross-talk). Run:
+
+    python -m benchmarks.load [--levels 8,16,32] [--rounds 3] [--client ws|chromium]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from benchmarks.common import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    DONE_JS,
+    page_ids,
+    rss_mb,
+    serve,
+    url_path,
+)
+from normviz.settings import max_elements
+
+RUN_FINISHED_EARLY = 2  # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
+
+
+@dataclass
+class Session:
+    """One simulated student: what it opened and how long each step took."""
+
+    i: int
+    page: str
+    first: float = float("nan")  # s, open the link -> script finished
+    reruns: list[float] = field(default_factory=list)  # s, change seed -> finished
+    error: str = ""
+
+
+def _link(i: int, level: int) -> tuple[str, int]:
+    """(query string, seed) unique to session i of this level, a small classroom tensor."""
+    seed = 1000 * level + i
+    layout = "BTC" if i % 2 == 0 else "NCHW"
+    return f"layout={layout}&seed={seed}", seed
+
+
+# ---- websocket client ----------------------------------------------------------------
+
+
+async def _ws_until_finished(ws, want_seed: int | None = None) -> str:
+    """Read ForwardMsgs to the end of a run; return the last query string written."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    query = ""
+    while True:
+        f = ForwardMsg()
+        f.ParseFromString(await ws.recv())
+        kind = f.WhichOneof("type")
+        if kind == "page_info_changed":
+            query = f.page_info_changed.query_string
+        elif kind == "script_finished" and f.script_finished != RUN_FINISHED_EARLY:
+            return query
+        elif kind == "delta" and f.delta.WhichOneof("type") == "new_element":
+            el = f.delta.new_element
+            if el.WhichOneof("type") == "exception":
+                raise RuntimeError(f"exception: {el.exception.message[:80]}")
+
+
+def _seed_widget_id(messages: list) -> str:
+    for el in messages:
+        wid = getattr(getattr(el, el.WhichOneof("type")), "id", "")
+        if wid.endswith("-seed"):
+            return wid
+    raise RuntimeError("no seed widget in the sidebar")
+
+
+async def ws_session(url: str, s: Session, level: int, rounds: int) -> None:
+    """Open the page over the websocket, then change the seed `rounds` times."""
+    import websockets
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    query, seed = _link(s.i, level)
+    try:
+        async with websockets.connect(
+            url.replace("http", "ws") + "/_stcore/stream",
+            subprotocols=["streamlit"],  # type: ignore[list-item]
+            max_size=None,
+            open_timeout=120,
+        ) as ws:
+            msg = BackMsg()
+            msg.rerun_script.query_string = query
+            msg.rerun_script.page_name = url_path(s.page)
+            t0 = time.perf_counter()
+            await ws.send(msg.SerializeToString())
+            # read the first run ourselves: we need the seed widget's id from it
+            elements = []
+            while True:
+                f = ForwardMsg()
+                f.ParseFromString(await ws.recv())
+                kind = f.WhichOneof("type")
+                if kind == "delta" and f.delta.WhichOneof("type") == "new_element":
+                    elements.append(f.delta.new_element)
+                elif kind == "script_finished" and f.script_finished != RUN_FINISHED_EARLY:
+                    break
+            s.first = time.perf_counter() - t0
+            wid = _seed_widget_id(elements)
+            for r in range(rounds):
+                seed += 7919  # new data each time: the caches miss
+                msg = BackMsg()
+                msg.rerun_script.query_string = query
+                msg.rerun_script.page_name = url_path(s.page)
+                w = msg.rerun_script.widget_states.widgets.add()
+                w.id, w.double_value = wid, seed
+                t0 = time.perf_counter()
+                await ws.send(msg.SerializeToString())
+                written = await _ws_until_finished(ws)
+                s.reruns.append(time.perf_counter() - t0)
+                if f"seed={seed}" not in written.split("&"):
+                    raise RuntimeError(f"round {r}: the URL says {written!r}, not seed={seed}")
+    except Exception as e:  # a failed session is a result, not a crash of the benchmark
+        s.error = f"{type(e).__name__}: {str(e)[:120]}"
+
+
+# ---- Chromium client -----------------------------------------------------------------
+
+
+async def chromium_session(browser, url: str, s: Session, level: int, rounds: int) -> None:
+    """Open the page in a fresh context, then click "+" on the seed `rounds` times."""
+    query, seed = _link(s.i, level)
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 900})
+    try:
+        p = await ctx.new_page()
+        p.set_default_timeout(600_000)
+        t0 = time.perf_counter()
+        await p.goto(f"{url}/{url_path(s.page)}?{query}")
+        await p.wait_for_function(DONE_JS, timeout=600_000, polling=50)
+        s.first = time.perf_counter() - t0
+        plus = p.locator(
+            "[data-testid=stSidebarUserContent] .st-key-seed [data-testid=stNumberInputStepUp]"
+        )
+        for _ in range(rounds):
+            seed += 1
+            t0 = time.perf_counter()
+            await plus.click()
+            await p.wait_for_function(
+                "s => new URLSearchParams(location.search).get('seed') === s",
+                arg=str(seed),
+                timeout=600_000,
+                polling=50,
+            )
+            await p.wait_for_function(DONE_JS, timeout=600_000, polling=50)
+            s.reruns.append(time.perf_counter() - t0)
+    except Exception as e:
+        s.error = f"{type(e).__name__}: {str(e)[:120]}"
+    finally:
+        await ctx.close()
+
+
+# ---- the ramp ------------------------------------------------------------------------
+
+
+async def _sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        peak[0] = max(peak[0], rss_mb(pid))
+        await asyncio.sleep(0.2)
+
+
+async def level_run(url: str, pid: int, n: int, rounds: int, client: str, browser) -> dict:
+    """n sessions at once; times and memory."""
+    pages = page_ids()
+    sessions = [Session(i, pages[i % len(pages)]) for i in range(n)]
+    before = rss_mb(pid)
+    peak, stop = [before], asyncio.Event()
+    sampler = asyncio.create_task(_sample_rss(pid, peak, stop))
+    t0 = time.perf_counter()
+    if client == "ws":
+        await asyncio.gather(*(ws_session(url, s, n, rounds) for s in sessions))
+    else:
+        await asyncio.gather(*(chromium_session(browser, url, s, n, rounds) for s in sessions))
+    wall = time.perf_counter() - t0
+    stop.set()
+    await sampler
+    return {"n": n, "sessions": sessions, "wall": wall, "rss": (before, peak[0], rss_mb(pid))}
+
+
+def _stats(xs: list[float]) -> str:
+    if not xs:
+        return f"{'-':>20}"
+    xs = sorted(xs)
+    p90 = xs[min(len(xs) - 1, round(0.9 * (len(xs) - 1)))]
+    return f"{statistics.median(xs):6.2f} {p90:6.2f} {xs[-1]:6.2f}"
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    levels = [int(v) for v in args.levels.split(",")]
+    with serve() as (url, pid):
+        browser = pw = None
+        if args.client == "chromium":
+            from playwright.async_api import async_playwright
+
+            pw = await async_playwright().start()
+            browser = await pw.chromium.launch(
+                executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+            )
+        # one warm-up session: the server imports torch, plotly, ... on its first run
+        warm = Session(0, page_ids()[0])
+        await ws_session(url, warm, 0, 0)
+        print(f"server up, RSS {rss_mb(pid):.0f} MB after one warm-up session")
+        print(
+            f"\n{'pass':>4} {'sessions':>8} {'ok':>4}  {'first load s (med p90 max)':>26}  "
+            f"{'seed change s (med p90 max)':>27}  {'wall s':>7}  RSS MB before/peak/after"
+        )
+        results = []
+        for rep in range(args.repeat):
+            for n in levels:
+                r = await level_run(url, pid, n, args.rounds, args.client, browser)
+                ok = [s for s in r["sessions"] if not s.error]
+                firsts = [s.first for s in ok]
+                reruns = [t for s in ok for t in s.reruns]
+                b, peak, after = r["rss"]
+                print(
+                    f"{rep + 1:>4} {n:>8} {len(ok):>4}  {_stats(firsts):>26}  "
+                    f"{_stats(reruns):>27}  {r['wall']:7.1f}  {b:.0f}/{peak:.0f}/{after:.0f}",
+                    flush=True,
+                )
+                for s in r["sessions"]:
+                    if s.error:
+                        print(f"     session {s.i} ({s.page}): {s.error}")
+                results.append(r)
+        if args.per_session:
+            print("\nper session (last pass): page, first load s, seed changes s")
+            for r in results[-len(levels) :]:
+                for s in r["sessions"]:
+                    reruns = " ".join(f"{t:.2f}" for t in s.reruns)
+                    print(f"  n={r['n']:<3} #{s.i:<3} {s.page:15} {s.first:6.2f}  {reruns}")
+        if browser is not None:
+            await browser.close()
+            await pw.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--levels", default="8,16,32")
+    ap.add_argument("--rounds", type=int, default=3, help="seed changes per session")
+    ap.add_argument("--client", choices=("ws", "chromium"), default="ws")
+    ap.add_argument("--repeat", type=int, default=1, help="passes over the levels")
+    ap.add_argument("--per-session", action="store_true", help="print every session's times")
+    args = ap.parse_args()
+    print(f"cap {max_elements():,} elements; pages {', '.join(page_ids())}; client {args.client}")
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""A classroom at once: 8 Chromium sessions on one server, each with its own settings.
+
+One server (the `server` fixture), one browser, 8 contexts driven concurrently
+(Playwright's async API: the sync one is not thread-safe). Each session opens a
+different page with a different shared link, then clicks "+" on its seed and
+types a new batch size. Every session must end up showing exactly its own values
+(sidebar widgets and URL), checked again after all the others have acted, so
+cross-talk through caches or module state would show; none may show an
+exception, and all must finish.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from conftest import CHROMIUM, CHROMIUM_ARGS
+
+from benchmarks.common import DONE_JS, page_ids, url_path
+from normviz import METHODS, STANDARD_METHODS
+from normviz.layouts import LAYOUTS
+
+SESSIONS = 8
+TIMEOUT = 300_000  # ms; 8 sessions share 2 cores with whatever else is running
+
+
+@dataclass(frozen=True)
+class Student:
+    """One session's page, link and the values it should end with."""
+
+    i: int
+    page: str
+    layout: str
+    method: str
+    size: int  # batch size (B or N) in the link; then the student types new_size
+    new_size: int
+    seed: int  # in the link; "+" makes it seed + 1
+
+    @property
+    def sample(self) -> str:
+        return LAYOUTS[self.layout].sample
+
+    def link(self, server: str) -> str:
+        q = {"layout": self.layout, self.sample: self.size, "method": self.method}
+        q |= {"seed": self.seed, "groups": 2}
+        qs = "&".join(f"{k}={v}" for k, v in q.items())
+        return f"{server}/{url_path(self.page)}?{qs}"
+
+    def expected(self) -> dict[str, str]:
+        """URL values at the end."""
+        return {
+            "layout": self.layout,
+            self.sample: str(self.new_size),
+            "method": self.method,
+            "seed": str(self.seed + 1),
+        }
+
+
+def students() -> list[Student]:
+    pages = page_ids()
+    return [
+        Student(
+            i=i,
+            page=pages[i % len(pages)],
+            layout="BTC" if i % 2 == 0 else "NCHW",
+            method=STANDARD_METHODS[i % len(STANDARD_METHODS)],
+            size=2 + i,
+            new_size=11 + 3 * i,
+            seed=100 + 37 * i,
+        )
+        for i in range(SESSIONS)
+    ]
+
+
+def test_students_differ() -> None:
+    """The plan itself: different pages and settings, so cross-talk would be visible."""
+    plan = students()
+    assert len({s.page for s in plan}) >= min(len(page_ids()), 4)
+    assert len({(s.new_size, s.seed) for s in plan}) == SESSIONS
+    assert {s.layout for s in plan} == {"BTC", "NCHW"}
+
+
+# ---- one session -------------------------------------------------------------------
+
+
+# A run has finished and drawn something (before the first run the app also says
+# "notRunning"). DONE_JS asks for the shared sidebar as well; a page that ran without
+# app.py never shows it, so wait for this first and then say so.
+RAN_JS = """() => {
+    const app = document.querySelector('[data-testid=stApp]');
+    return app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+        && app.getAttribute('data-test-script-state') === 'notRunning'
+        && document.querySelector('[data-testid=stMain] [data-testid=stElementContainer]')
+        && document.querySelectorAll('[data-testid*=keleton]').length === 0;
+}"""
+
+
+async def _done(p) -> None:
+    await p.wait_for_function(RAN_JS, timeout=TIMEOUT, polling=100)
+    try:
+        await p.wait_for_function(DONE_JS, timeout=5_000, polling=100)
+    except Exception:
+        raise AssertionError(
+            f"{p.url}: the page finished without the shared sidebar (it ran without app.py)"
+        ) from None
+
+
+async def _until_url(p, key: str, value: str) -> None:
+    """Wait until the script has written `key=value` to the URL, then for the run to end."""
+    pattern = f"[?&]{re.escape(key)}={re.escape(value)}(&|$)"
+    await p.wait_for_function(
+        "re => new RegExp(re).test(location.search)", arg=pattern, timeout=TIMEOUT, polling=100
+    )
+    await _done(p)
+
+
+async def _problems(p) -> list[str]:
+    out = []
+    if await p.locator("[data-testid=stException]").count():
+        out.append("exception element")
+    body = await p.inner_text("body")
+    out += [w for w in ("Traceback", "internal error") if w in body]
+    return out
+
+
+async def _seen(p, s: Student) -> dict[str, str]:
+    """What the sidebar shows and what the URL says, for this student's values."""
+    side = "[data-testid=stSidebarUserContent]"
+    layout = await p.locator(f"{side} .st-key-layout label:has(input:checked)").inner_text()
+    size = await p.locator(f"{side} .st-key-{s.sample} input").input_value()
+    seed = await p.locator(f"{side} .st-key-seed input").input_value()
+    method = await p.locator(f"{side} .st-key-method input").input_value()
+    url = await p.evaluate("() => location.search")
+    q = dict(kv.split("=", 1) for kv in url.lstrip("?").split("&") if "=" in kv)
+    return {
+        "sidebar layout": layout.strip(),
+        "sidebar size": size,
+        "sidebar seed": seed,
+        "sidebar method": method,
+        **{f"url {k}": q.get(k, "") for k in s.expected()},
+    }
+
+
+def _want(s: Student) -> dict[str, str]:
+    return {
+        "sidebar layout": s.layout,
+        "sidebar size": str(s.new_size),
+        "sidebar seed": str(s.seed + 1),
+        "sidebar method": METHODS[s.method].label,
+        **{f"url {k}": v for k, v in s.expected().items()},
+    }
+
+
+async def _student(browser, server: str, s: Student) -> object:
+    """Open the link, check it was read, click "+" on the seed, type a size; return the page.
+
+    (The size inputs sit in narrow sidebar columns, where Streamlit hides their +/-.)
+    """
+    ctx = await browser.new_context(viewport={"width": 1400, "height": 900})
+    p = await ctx.new_page()
+    p.set_default_timeout(TIMEOUT)
+    await p.goto(s.link(server))
+    await _done(p)
+    side = "[data-testid=stSidebarUserContent]"
+    first = await p.locator(f"{side} .st-key-{s.sample} input").input_value()
+    assert first == str(s.size), f"session {s.i} ({s.page}): link size {s.size}, shows {first}"
+    await p.locator(f"{side} .st-key-seed [data-testid=stNumberInputStepUp]").click()
+    await _until_url(p, "seed", str(s.seed + 1))
+    size = p.locator(f"{side} .st-key-{s.sample} input")
+    await size.fill(str(s.new_size))
+    await size.press("Enter")
+    await _until_url(p, s.sample, str(s.new_size))
+    return p
+
+
+async def _classroom(server: str) -> list[tuple[Student, dict[str, str], list[str]]]:
+    from playwright.async_api import async_playwright
+
+    plan = students()
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            pages = await asyncio.gather(*(_student(browser, server, s) for s in plan))
+            # everyone has acted: look at every session again
+            seen = await asyncio.gather(*(_seen(p, s) for p, s in zip(pages, plan, strict=True)))
+            problems = await asyncio.gather(*(_problems(p) for p in pages))
+        finally:
+            await browser.close()
+    return list(zip(plan, seen, problems, strict=True))
+
+
+def test_eight_students_at_once(server: str) -> None:
+    # its own thread: asyncio.run must not meet the sync API's loop of other tests
+    with ThreadPoolExecutor(1) as pool:
+        results = pool.submit(asyncio.run, _classroom(server)).result()
+    assert len(results) == SESSIONS  # all finished
+    for s, seen, problems in results:
+        assert not problems, f"session {s.i} on {s.page}: {problems}"
+        assert seen == _want(s), f"session {s.i} on {s.page}: {seen} != {_want(s)}"
