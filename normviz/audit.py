@@ -795,6 +795,11 @@ class StateDictReport:
     no_decay: tuple[str, ...]  # 1-D weights and biases (γ, β, biases)
 
 
+def _natural(name: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that puts layers.2 before layers.10 (files do not keep the model's order)."""
+    return tuple((0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", name))
+
+
 def _guess(prefix: str) -> str | None:
     low = prefix.lower()
     for pattern, key in _NAME_HINTS:
@@ -880,7 +885,7 @@ def audit_state_dict(tensors: Mapping[str, torch.Tensor]) -> StateDictReport:
     return StateDictReport(
         n_tensors=len(tensors),
         n_elements=sum(int(v.numel()) for v in tensors.values()),
-        norms=tuple(norms),
+        norms=tuple(sorted(norms, key=lambda n: _natural(n.prefix))),
         decay=decay,
         no_decay=no_decay,
     )

@@ -16,6 +16,15 @@ from normviz.figures import residual as figs
 SMALL = rs.StackConfig(depth=5, width=8, tokens=3, samples=4)
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny tensors: a second OpenMP thread only spins (badly so on a busy machine)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _direct(
     model: rs.ResidualStack, cfg: rs.StackConfig, x: torch.Tensor, y: torch.Tensor, skip: bool
 ) -> tuple[list[float], list[float]]:
