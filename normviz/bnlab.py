@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from normviz.core import NormConfigError, contract, normalize
+from normviz.core import NormConfigError, check_values, contract, normalize
 from normviz.data import generate
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
@@ -175,8 +175,8 @@ def check(setup: LabSetup) -> None:
             f"{work:,} values to normalize, over the lab's cap of {STREAM_CAP:,}: "
             "lower the steps or the batch size"
         )
-    # let the core refuse a batch with one value per channel, in its own words
-    normalize(torch.zeros(setup.batch_shape()), "batch", setup.layout)
+    # the core refuses a batch with one value per channel, in its own words
+    check_values(contract("batch", setup.layout, setup.batch_shape()))
 
 
 # ---- the dataset and its minibatches -------------------------------------------------
@@ -463,7 +463,9 @@ def gap_sweep(
     ds = make_dataset(setup)
     gap, e_mean, e_var, r_err, refused = [], [], [], [], []
     for i, b in enumerate(sizes):
-        if b * setup.positions == 1:
+        try:
+            check_values(contract("batch", setup.layout, setup.batch_shape(b)))
+        except NormConfigError:  # one value per channel: training refuses this batch size
             refused.append(b)
             for lst in (gap, e_mean, e_var, r_err):
                 lst.append(math.nan)
