@@ -658,6 +658,12 @@ def model_section(s: ns.Settings, presenter: bool) -> None:
         f"{cfg.features} raw features ({cfg.classes} classes, chance {report.chance:.0%}); "
         f"the test set has {cfg.n_test} samples. Seeded by the sidebar's seed."
     )
+    st.markdown(
+        "Notice that BatchNorm's *training-mode* accuracy does not move with the shift: in "
+        "training mode every test batch is re-centred and re-scaled with its own statistics, "
+        "which undoes any shift or scale of the features. Evaluation mode keeps the training "
+        "statistics, so it is the mode that pays for the shift, and the only one you deploy."
+    )
 
 
 RENDER = {
