@@ -694,6 +694,9 @@ def zoo_safetensors(key: str, seed: int = 0, warmup: int = 3) -> bytes:
     return safetensors.torch.save({k: v.contiguous() for k, v in tensors.items()})
 
 
+_SHORT = {"running_mean": "mean", "running_var": "var", "num_batches_tracked": "count"}
+
+
 def findings_frame(report: AuditReport) -> pd.DataFrame:
     """One row per normalization layer: what it is, where it sits, what it holds."""
     return pd.DataFrame(
@@ -707,7 +710,7 @@ def findings_frame(report: AuditReport) -> pd.DataFrame:
                 "placement": f.placement,
                 "γ": "yes" if f.has_gamma else "no",
                 "β": "yes" if f.has_beta else "no",
-                "running stats": ", ".join(f.running_buffers) or "none",
+                "running stats": ", ".join(_SHORT[b] for b in f.running_buffers) or "none",
                 "fed by": (f"{f.fed_by} (bias)" if f.fed_by_bias else f.fed_by) or "",
                 "needless bias": "YES" if f.needless_bias else "",
             }
