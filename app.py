@@ -7,11 +7,13 @@ import logging
 import streamlit as st
 import torch
 
+import ui.warmup  # noqa: F401  (starts a one-off import in the background)
 from ui import home, state
 from ui.pages import available
 
-# A small fixed thread count: several classroom sessions share two cores.
-torch.set_num_threads(2)
+# One torch thread per request: a classroom's sessions share two cores, and tiny
+# tensors run far slower when threads contend (measured in the BatchNorm lab).
+torch.set_num_threads(1)
 
 st.set_page_config(
     page_title="normviz: normalization layers, axis by axis",
