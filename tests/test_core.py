@@ -15,8 +15,6 @@ import normviz
 import normviz.data
 from normviz import METHODS, STANDARD_METHODS, NormConfigError
 
-torch.set_num_threads(2)
-
 
 def torch_reference(
     method: str,
