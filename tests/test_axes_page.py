@@ -11,7 +11,6 @@ import pytest
 from conftest import (
     assert_clean,
     assert_no_exception,
-    open_app,
     run_app,
     screenshot,
     texts,
@@ -269,6 +268,12 @@ def test_home_shows_every_methods_thumbnail_for_both_layouts() -> None:
 # ---- real browser ------------------------------------------------------------------
 
 
+def _open(page, server: str, path: str) -> None:
+    """open_app with room for a fresh server's first, uncached run on a busy machine."""
+    page.goto(f"{server}/{path}")
+    wait_done(page, timeout=180_000)
+
+
 def _flat_plot_box(page) -> dict:
     """Bounding box of the flat view's plot area (its second chart's drag layer)."""
     charts = page.locator("[data-testid=stPlotlyChart]")
@@ -279,9 +284,11 @@ def _flat_plot_box(page) -> dict:
 @pytest.mark.browser
 def test_axes_in_browser_click_selects_a_cell(page, server) -> None:
     # a fresh server's first visit to /axes must still go through app.py (sidebar, URL)
-    open_app(page, server, "axes?layout=BTC&B=4&T=6&C=8&method=layer")
+    _open(page, server, "axes?layout=BTC&B=4&T=6&C=8&method=layer")
+    # a fresh server reroutes the first visit through app.py: wait for the page itself
+    page.get_by_text("Contract card: LayerNorm").wait_for(timeout=120_000)
+    wait_done(page)
     assert_no_exception(page)
-    assert page.get_by_text("Contract card: LayerNorm").count() == 1
     assert page.get_by_text("B=0, T=0, C=0").count() >= 1
     screenshot(page, "axes")
     box = _flat_plot_box(page)
@@ -301,7 +308,9 @@ def test_axes_in_browser_click_selects_a_cell(page, server) -> None:
 
 @pytest.mark.browser
 def test_axes_nchw_partition_in_browser(page, server) -> None:
-    open_app(page, server, "axes?layout=NCHW&N=2&C=6&H=4&W=4&method=group&groups=3")
+    _open(page, server, "axes?layout=NCHW&N=2&C=6&H=4&W=4&method=group&groups=3")
+    page.get_by_text("Contract card: GroupNorm").wait_for(timeout=120_000)
+    wait_done(page)
     assert_no_exception(page)
     page.get_by_text("Colour every statistic group").click()
     wait_done(page)
