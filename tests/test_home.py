@@ -126,3 +126,18 @@ def test_a_page_run_on_its_own_is_rerouted_through_app_py() -> None:
     at = run_app("axes", query={"B": "3"})
     assert_clean(at)
     assert at.sidebar.number_input(key="B").value == 3
+
+
+def test_method_specific_settings_survive_switching_methods() -> None:
+    """groups/axes/centred widgets come and go with the method; their values stay."""
+    at = run_app(query={"method": "group", "groups": "4"})
+    at.sidebar.selectbox(key="method").set_value("layer").run()
+    at.sidebar.number_input(key="B").set_value(2).run()
+    at.sidebar.number_input(key="B").set_value(3).run()
+    assert_clean(at)
+    at.sidebar.selectbox(key="method").set_value("group").run()
+    assert at.sidebar.number_input(key="groups").value == 4
+    at.sidebar.selectbox(key="method").set_value("custom").run()
+    at.sidebar.selectbox(key="method").set_value("batch").run()
+    at.sidebar.number_input(key="B").set_value(4).run()
+    assert_clean(at)

@@ -5,6 +5,9 @@ URL names (which are also the widget keys); from then on the widgets own the
 values and every run writes them back to the query string, so a copied link
 reproduces the view. Pages call `settings()` for the shared values,
 `page_params()` + `widget()` for their own.
+
+Widget callbacks (on_click, on_change) run before app.py draws the sidebar: pass
+them what they need as arguments rather than calling `settings()` inside them.
 """
 
 from __future__ import annotations
@@ -62,6 +65,13 @@ def _ensure(key: str, default: Any) -> None:
 def sidebar(page: str) -> ns.Settings:
     """Draw the shared settings in the sidebar; return them and write them to the URL."""
     init_from_url(page)
+    # Widgets drawn only for some methods (groups, custom axes) lose their state the
+    # run after they disappear; storing the values again each run keeps them, so a
+    # later switch back (and the Settings below) finds them.
+    for key in ("groups", "axes", "centred"):
+        st.session_state[key] = st.session_state.get(key, ns.SHARED[key].default)
+    if isinstance(st.session_state["axes"], str):
+        st.session_state["axes"] = [a for a in st.session_state["axes"].split(",") if a]
     sb = st.sidebar
     sb.header("Tensor")
     layout = sb.radio(
