@@ -30,9 +30,9 @@ for info in available():
         st.Page(str(info.file), title=info.title, icon=info.icon, url_path=info.path)
     )
 page = st.navigation(sections)
-state.sidebar(page.url_path)
-state.show_warnings()
 try:
+    state.sidebar(page.url_path)
+    state.show_warnings()
     page.run()
 except Exception:  # a bug must not show a traceback to a class
     logging.getLogger("normviz").exception("page %s failed", page.url_path)
