@@ -235,6 +235,12 @@ def serve(log: Path | None = None, env: dict[str, str] | None = None) -> Iterato
                 proc.kill()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process `pid` has used (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     """Resident memory of process `pid` in MB (VmRSS of /proc/<pid>/status)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():

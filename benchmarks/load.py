@@ -4,8 +4,12 @@ Starts `streamlit run app.py`, then for each level (default 8, 16, 32) opens tha
 many sessions at once. Each session opens a page (the pages in turn) from its own
 link, then changes its seed `--rounds` times, as a student clicking "+" would;
 every change gives new data, so each rerun computes rather than hits a cache.
-The server's resident memory (VmRSS) is sampled throughout. Levels can be run
-`--repeat` times: with bounded caches the memory after each pass stays flat.
+The server's resident memory (VmRSS) is sampled throughout, and its CPU seconds
+per script run (from /proc/<pid>/stat) are printed: unlike response times, that
+number hardly depends on what else the machine is doing, so it sizes the class
+(script runs hold Python's GIL most of the time: one process gets through about
+one CPU-second of runs per second). Levels can be run `--repeat` times: with
+bounded caches the memory after each pass stays flat.
 
 Two kinds of client:
 
@@ -17,15 +21,19 @@ Two kinds of client:
   to a finished run on screen. Heavy: fine for 8, slow at 32 on 2 cores.
 
 Each session checks that the server wrote its own seed back to its URL (no
-cross-talk). Run:
+cross-talk). `--same-link` makes everyone follow the teacher's link and clicks
+(the caches are shared, so only the first student of each step computes);
+`--think S` spreads the clicks out as students reading in between do. Run:
 
     python -m benchmarks.load [--levels 8,16,32] [--rounds 3] [--client ws|chromium]
+                              [--same-link] [--think 10] [--repeat 2] [--per-session]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -34,6 +42,7 @@ from benchmarks.common import (
     CHROMIUM,
     CHROMIUM_ARGS,
     DONE_JS,
+    cpu_seconds,
     page_ids,
     rss_mb,
     serve,
@@ -55,11 +64,19 @@ class Session:
     error: str = ""
 
 
-def _link(i: int, level: int) -> tuple[str, int]:
-    """(query string, seed) unique to session i of this level, a small classroom tensor."""
+def _link(i: int, level: int, same: bool) -> tuple[str, int]:
+    """(query string, seed) for session i: its own, or the teacher's link for everyone."""
+    if same:
+        return "layout=BTC&seed=424242", 424242
     seed = 1000 * level + i
     layout = "BTC" if i % 2 == 0 else "NCHW"
     return f"layout={layout}&seed={seed}", seed
+
+
+async def _think(think: float) -> None:
+    """A student reading before the next click: uniform in [0, 2·think] seconds."""
+    if think > 0:
+        await asyncio.sleep(random.uniform(0, 2 * think))
 
 
 # ---- websocket client ----------------------------------------------------------------
@@ -92,14 +109,17 @@ def _seed_widget_id(messages: list) -> str:
     raise RuntimeError("no seed widget in the sidebar")
 
 
-async def ws_session(url: str, s: Session, level: int, rounds: int) -> None:
+async def ws_session(
+    url: str, s: Session, level: int, rounds: int, same: bool = False, think: float = 0.0
+) -> None:
     """Open the page over the websocket, then change the seed `rounds` times."""
     import websockets
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    query, seed = _link(s.i, level)
+    query, seed = _link(s.i, level, same)
     try:
+        await _think(think)  # students do not all arrive in the same second
         async with websockets.connect(
             url.replace("http", "ws") + "/_stcore/stream",
             subprotocols=["streamlit"],  # type: ignore[list-item]
@@ -124,7 +144,8 @@ async def ws_session(url: str, s: Session, level: int, rounds: int) -> None:
             s.first = time.perf_counter() - t0
             wid = _seed_widget_id(elements)
             for r in range(rounds):
-                seed += 7919  # new data each time: the caches miss
+                await _think(think)
+                seed += 7919  # new data each time (the same for all with --same-link)
                 msg = BackMsg()
                 msg.rerun_script.query_string = query
                 msg.rerun_script.page_name = url_path(s.page)
@@ -143,11 +164,14 @@ async def ws_session(url: str, s: Session, level: int, rounds: int) -> None:
 # ---- Chromium client -----------------------------------------------------------------
 
 
-async def chromium_session(browser, url: str, s: Session, level: int, rounds: int) -> None:
+async def chromium_session(
+    browser, url: str, s: Session, level: int, rounds: int, same: bool, think: float
+) -> None:
     """Open the page in a fresh context, then click "+" on the seed `rounds` times."""
-    query, seed = _link(s.i, level)
+    query, seed = _link(s.i, level, same)
     ctx = await browser.new_context(viewport={"width": 1400, "height": 900})
     try:
+        await _think(think)
         p = await ctx.new_page()
         p.set_default_timeout(600_000)
         t0 = time.perf_counter()
@@ -158,6 +182,7 @@ async def chromium_session(browser, url: str, s: Session, level: int, rounds: in
             "[data-testid=stSidebarUserContent] .st-key-seed [data-testid=stNumberInputStepUp]"
         )
         for _ in range(rounds):
+            await _think(think)
             seed += 1
             t0 = time.perf_counter()
             await plus.click()
@@ -184,22 +209,32 @@ async def _sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
         await asyncio.sleep(0.2)
 
 
-async def level_run(url: str, pid: int, n: int, rounds: int, client: str, browser) -> dict:
+async def level_run(url: str, pid: int, n: int, args: argparse.Namespace, browser) -> dict:
     """n sessions at once; times and memory."""
     pages = page_ids()
-    sessions = [Session(i, pages[i % len(pages)]) for i in range(n)]
-    before = rss_mb(pid)
+    page_of = (lambda i: pages[1]) if args.same_link else (lambda i: pages[i % len(pages)])
+    sessions = [Session(i, page_of(i)) for i in range(n)]
+    kw = {"rounds": args.rounds, "same": args.same_link, "think": args.think}
+    before, cpu0 = rss_mb(pid), cpu_seconds(pid)
     peak, stop = [before], asyncio.Event()
     sampler = asyncio.create_task(_sample_rss(pid, peak, stop))
     t0 = time.perf_counter()
-    if client == "ws":
-        await asyncio.gather(*(ws_session(url, s, n, rounds) for s in sessions))
+    if args.client == "ws":
+        await asyncio.gather(*(ws_session(url, s, n, **kw) for s in sessions))
     else:
-        await asyncio.gather(*(chromium_session(browser, url, s, n, rounds) for s in sessions))
+        await asyncio.gather(*(chromium_session(browser, url, s, n, **kw) for s in sessions))
     wall = time.perf_counter() - t0
     stop.set()
     await sampler
-    return {"n": n, "sessions": sessions, "wall": wall, "rss": (before, peak[0], rss_mb(pid))}
+    cpu = cpu_seconds(pid) - cpu0
+    runs = sum(1 + len(s.reruns) for s in sessions)
+    return {
+        "n": n,
+        "sessions": sessions,
+        "wall": wall,
+        "rss": (before, peak[0], rss_mb(pid)),
+        "cpu_per_run": cpu / max(1, runs),
+    }
 
 
 def _stats(xs: list[float]) -> str:
@@ -227,19 +262,21 @@ async def main_async(args: argparse.Namespace) -> None:
         print(f"server up, RSS {rss_mb(pid):.0f} MB after one warm-up session")
         print(
             f"\n{'pass':>4} {'sessions':>8} {'ok':>4}  {'first load s (med p90 max)':>26}  "
-            f"{'seed change s (med p90 max)':>27}  {'wall s':>7}  RSS MB before/peak/after"
+            f"{'seed change s (med p90 max)':>27}  {'wall s':>7}  {'CPU s/run':>9}  "
+            "RSS MB before/peak/after"
         )
         results = []
         for rep in range(args.repeat):
             for n in levels:
-                r = await level_run(url, pid, n, args.rounds, args.client, browser)
+                r = await level_run(url, pid, n, args, browser)
                 ok = [s for s in r["sessions"] if not s.error]
                 firsts = [s.first for s in ok]
                 reruns = [t for s in ok for t in s.reruns]
                 b, peak, after = r["rss"]
                 print(
                     f"{rep + 1:>4} {n:>8} {len(ok):>4}  {_stats(firsts):>26}  "
-                    f"{_stats(reruns):>27}  {r['wall']:7.1f}  {b:.0f}/{peak:.0f}/{after:.0f}",
+                    f"{_stats(reruns):>27}  {r['wall']:7.1f}  {r['cpu_per_run']:9.2f}  "
+                    f"{b:.0f}/{peak:.0f}/{after:.0f}",
                     flush=True,
                 )
                 for s in r["sessions"]:
@@ -264,8 +301,19 @@ def main() -> None:
     ap.add_argument("--client", choices=("ws", "chromium"), default="ws")
     ap.add_argument("--repeat", type=int, default=1, help="passes over the levels")
     ap.add_argument("--per-session", action="store_true", help="print every session's times")
+    ap.add_argument(
+        "--same-link",
+        action="store_true",
+        help="everyone follows the teacher: one page, the same link and the same seed changes",
+    )
+    ap.add_argument(
+        "--think", type=float, default=0.0, help="mean seconds a student waits before each step"
+    )
     args = ap.parse_args()
-    print(f"cap {max_elements():,} elements; pages {', '.join(page_ids())}; client {args.client}")
+    print(
+        f"cap {max_elements():,} elements; pages {', '.join(page_ids())}; client {args.client}; "
+        f"{'one shared link' if args.same_link else 'a link per student'}; think {args.think} s"
+    )
     asyncio.run(main_async(args))
 
 
