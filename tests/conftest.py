@@ -8,16 +8,14 @@ import os
 # Idle OpenMP threads spin; on two shared cores that slows tiny-tensor work 10-30x.
 # Set before torch loads here and inherited by the app servers the tests start.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from benchmarks.common import serve as bench_serve
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("NORMVIZ_CHROMIUM", "/usr/bin/chromium")
@@ -79,57 +77,12 @@ def texts(at: AppTest) -> str:
 # ---- real browser -------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def serve(env: dict[str, str] | None = None) -> Iterator[str]:
     """`streamlit run app.py` on a free loopback port (a fresh process); yields its URL."""
-    port = _free_port()
-    (ROOT / ".pytest_cache").mkdir(exist_ok=True)
-    log = open(ROOT / ".pytest_cache" / f"server-{port}.log", "w")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "streamlit",
-            "run",
-            "app.py",
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-        ],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                if time.time() > deadline or proc.poll() is not None:
-                    raise RuntimeError(f"streamlit did not start; see {log.name}") from None
-                time.sleep(0.3)
+    log = ROOT / ".pytest_cache" / f"server-{os.getpid()}-{time.monotonic_ns()}.log"
+    with bench_serve(log=log, env=env) as (url, _pid):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="session")
