@@ -3,8 +3,9 @@
 Runs each page through app.py (AppTest) at every cap shape of both layouts
 (balanced, and each axis as long as the sidebar allows) with every standard
 method, then with each of the page's toggles and checkboxes switched on at the
-longest-channel shape, and prints the largest size each figure reached, with the
-setting that produced it (budget: 1 MB of JSON per figure). Run:
+longest-channel shape, and with the page's own URL parameters at their maxima (the
+BatchNorm lab's steps, batch size, ...), and prints the largest size each figure
+reached, with the setting that produced it (budget: 1 MB of JSON per figure). Run:
 
     python -m benchmarks.payloads [--pages axes,distributions] [--quick]
 """
@@ -25,13 +26,14 @@ from benchmarks.common import (
     shape_label,
 )
 from normviz import STANDARD_METHODS
-from normviz.settings import max_elements
+from normviz.settings import PAGE_PARAMS, max_elements
 
 LIMIT = 1_000_000
 
 
 def runs(page: str, quick: bool) -> Iterator[tuple[str, object]]:
     """(setting name, finished AppTest) for every setting of one page."""
+    yield from page_param_runs(page)
     for layout in ("BTC", "NCHW"):
         shapes = cap_shapes(layout)
         if quick:
@@ -50,6 +52,17 @@ def runs(page: str, quick: bool) -> Iterator[tuple[str, object]]:
             if found:
                 found[0].set_value(True).run()
                 yield f"{shape_label(layout, shape)} group +{key}", at
+
+
+def page_param_runs(page: str) -> Iterator[tuple[str, object]]:
+    """The page's own numeric URL parameters at their maxima, each choice in turn."""
+    params = PAGE_PARAMS.get(page, ())
+    top = {p.name: p.format(p.hi) for p in params if p.choices is None and p.hi is not None}
+    for p in params:
+        for c in p.choices or ():
+            at = app_test(page, {**top, p.name: p.format(c)})
+            at.run()
+            yield f"{p.name}={c}, numbers at max", at
 
 
 def main() -> None:
