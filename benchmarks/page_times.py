@@ -31,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import streamlit as st
-import torch
 from streamlit.navigation.page import StreamlitPage
 
 from benchmarks.common import (
@@ -210,7 +209,6 @@ def main() -> None:
     ap.add_argument("--sweep", action="store_true", help="every cap shape x method")
     ap.add_argument("--no-profile", action="store_true")
     args = ap.parse_args()
-    torch.set_num_threads(2)  # as app.py does
     pages = [p for p in page_ids() if not args.pages or p in args.pages.split(",")]
     sets = settings(args.sweep)
     print(

@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterator
 
-import torch
-
 from benchmarks.common import (
     app_test,
     cap_shapes,
@@ -70,7 +68,6 @@ def main() -> None:
     ap.add_argument("--pages", default="", help="comma list (default: every page)")
     ap.add_argument("--quick", action="store_true", help="balanced and longest-C shapes only")
     args = ap.parse_args()
-    torch.set_num_threads(2)
     pages = [p for p in page_ids() if not args.pages or p in args.pages.split(",")]
     print(f"cap {max_elements():,} elements; largest JSON per figure over every setting")
     largest: dict[tuple[str, str], tuple[int, int, str]] = {}

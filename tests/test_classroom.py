@@ -104,8 +104,10 @@ async def _done(p) -> None:
         try:  # a rerun may be about to draw it
             await p.wait_for_function(DONE_JS, timeout=10_000, polling=100)
         except Exception:
+            nav = await p.locator("[data-testid=stSidebarNavLink]").all_inner_texts()
             raise AssertionError(
-                f"{p.url}: the page finished without the shared sidebar (it ran without app.py)"
+                f"{p.url}: the page finished without the shared sidebar: it ran without "
+                f"app.py (navigation shows {[n.strip() for n in nav]})"
             ) from None
     await p.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
 
