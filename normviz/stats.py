@@ -74,7 +74,12 @@ def value_range(*xs: Tensorish) -> tuple[float, float]:
 def histogram(
     x: Tensorish, bins: int = HIST_BINS, value_range_: tuple[float, float] | None = None
 ) -> Histogram:
-    """Bin the finite values of `x` (all of them, however many) into `bins` equal bins."""
+    """Bin the finite values of `x` (all of them, however many) into `bins` equal bins.
+
+    Like np.histogram with a range: values outside it are not counted, the last bin
+    includes its right edge. A value within rounding of an inner edge may land in
+    either neighbour (np.histogram's own rounding differs from this one's).
+    """
     t = as_tensor(x).reshape(-1)
     n_bad = 0
     if t.numel():
@@ -84,12 +89,48 @@ def histogram(
             n_bad = int((~finite).sum())
             t = t[finite]
     lo, hi = value_range_ if value_range_ is not None else value_range(t)
-    counts, edges = np.histogram(t.numpy(), bins=bins, range=(lo, hi))
+    edges = np.linspace(lo, hi, bins + 1)
+    return Histogram(edges, _bin_counts(t, bins, lo, hi), t.numel(), n_bad, *_mean_std(t))
+
+
+def _bin_counts(t: torch.Tensor, bins: int, lo: float, hi: float) -> np.ndarray:
+    """Counts of the finite 1-D `t` in `bins` equal bins on [lo, hi], in one bincount.
+
+    Three times faster than np.histogram on millions of values: bin indices in the
+    tensor's own dtype, truncated to small integers, then torch.bincount.
+    """
     if t.numel():
-        std, mean = (float(v) for v in torch.std_mean(t, correction=0))
-    else:
-        std = mean = math.nan
-    return Histogram(edges, counts, t.numel(), n_bad, mean, std)
+        a, b = (float(v) for v in torch.aminmax(t))
+        if a < lo or b > hi:  # a shared range narrower than these values: drop the rest
+            t = t[(t >= lo) & (t <= hi)]
+    if not t.numel():
+        return np.zeros(bins, dtype=np.int64)
+    f = (t - lo).mul_(bins / (hi - lo)).clamp_(0, bins - 1)  # t == hi: the last bin
+    idx = f.to(torch.uint8 if bins <= 256 else torch.int64)  # truncation = floor (f ≥ 0)
+    return torch.bincount(idx, minlength=bins).numpy().astype(np.int64)
+
+
+def _mean_std(t: torch.Tensor) -> tuple[float, float]:
+    """Mean and population standard deviation, two passes (torch.std_mean is 4× slower)."""
+    if not t.numel():
+        return math.nan, math.nan
+    mean = t.mean()  # cascade summation: accurate to a few ulp at any length
+    return float(mean), math.sqrt(float((t - mean).square_().mean()))
+
+
+def leading_shape(shape: tuple[int, ...], layout: str, limit: int) -> tuple[int, ...]:
+    """The shape of the first samples, then first positions (T or H), of a tensor of
+    `shape`, so that at most `limit` values remain; every channel is kept.
+
+    `shape` itself when it is within `limit`. Any such slice shows a method's
+    properties as well as the whole tensor, at a bounded cost.
+    """
+    sizes = list(shape)
+    lay = LAYOUTS[layout]
+    for ax in (0, 2 if lay.channel_first else 1):  # samples, then T or H
+        rest = math.prod(sizes) // sizes[ax]
+        sizes[ax] = max(1, min(sizes[ax], limit // rest))
+    return tuple(sizes)
 
 
 # ---- one method's statistic groups ---------------------------------------------------
@@ -104,15 +145,15 @@ def _expanded_names(con: Contract) -> list[str]:
 
 
 def _reduce(x: torch.Tensor, dims: tuple[int, ...]) -> tuple[torch.Tensor, ...]:
-    """(mean, variance, mean square) over `dims`, two-pass, flattened to float64.
+    """(mean, variance, mean square) over `dims`, two passes, flattened to float64.
 
     Two plain means instead of torch.var_mean: several times faster on strided
     dimensions, and subtracting the mean first keeps the variance exact enough.
     """
     mean = x.mean(dims, keepdim=True)
-    var = (x - mean).square_().mean(dims)
-    ms = x.square().mean(dims)
-    return tuple(t.reshape(-1).double() for t in (mean, var, ms))
+    var = (x - mean).square_().mean(dims).reshape(-1).double()
+    mean = mean.reshape(-1).double()
+    return mean, var, var + mean.square()  # E[x²] = σ² + μ², without a third pass
 
 
 def _moments(x: torch.Tensor, con: Contract) -> tuple[torch.Tensor, ...]:

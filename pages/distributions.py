@@ -22,6 +22,10 @@ from ui import state
 # on this tuple and receive the tensor itself as an unhashed `_x` argument.
 Source = tuple
 BIG = 2**20  # from this many elements the first run shows a progress bar
+# The sections after "All five methods" each demonstrate one property (γ/β, ε, RMSNorm's
+# direction, per-sample scale); on a larger input they use its first samples (then first
+# positions) up to this many values, which keeps the page's first run under 2 s at the cap.
+DEMO_MAX = 2**20
 
 
 # ---- the input -----------------------------------------------------------------------
@@ -77,6 +81,18 @@ def settings_for(s: ns.Settings, user: io.UserTensor | None) -> ns.Settings:
         sizes=sizes,
         axes=tuple(a for a in s.axes if a in lay.axes) or (lay.channel,),
     )
+
+
+def demo_input(
+    s: ns.Settings, src: Source, x: np.ndarray
+) -> tuple[ns.Settings, Source, np.ndarray]:
+    """The input of the demonstration sections: `x`, or its leading part (stats.leading_shape)."""
+    sizes = stats.leading_shape(tuple(x.shape), s.layout, DEMO_MAX)
+    if sizes == x.shape:
+        return s, src, x
+    part = np.ascontiguousarray(x[tuple(slice(0, n) for n in sizes)])
+    small = replace(s, sizes=dict(zip(LAYOUTS[s.layout].axes, sizes, strict=True)))
+    return small, (*src, "first", sizes), part
 
 
 def generated(s: ns.Settings, data: str) -> tuple[Source, np.ndarray]:
@@ -267,6 +283,21 @@ def all_methods(s: ns.Settings, src: Source, x: np.ndarray, presenter: bool) -> 
     _chart(_methods_fig(src, s.layout, s.groups, s.eps, presenter, x), "dist_methods")
 
 
+def demo_note(s: ns.Settings, ds: ns.Settings) -> None:
+    """Say so when the demonstration sections use part of the input."""
+    if ds.shape == s.shape:
+        return
+    lay = LAYOUTS[s.layout]
+    st.info(
+        f"**From here on, part of the input.** Each section below demonstrates one "
+        f"property, which any slice of the tensor shows as well as the whole. To keep the "
+        f"page quick at {s.n_elements:,} values they use the first "
+        f"{ds.n_elements:,}: {lay.shape_text(ds.shape)}, every channel kept. The "
+        "histograms and tables above count every value.",
+        icon=":material/content_cut:",
+    )
+
+
 @st.fragment
 def gamma_beta(s: ns.Settings, src: Source, x: np.ndarray, presenter: bool) -> None:
     """γ and β sliders rerun only this section."""
@@ -455,14 +486,16 @@ if state.require(s):  # before generating anything: the shape may be over the ca
         src, x = upload[0], upload[1].tensor.numpy()
     else:
         src, x = generated(s, s.data)
+    ds, dsrc, dx = demo_input(s, src, x)
     steps = [
         lambda: before_after(s, src, x, presenter),
         lambda: leaves_alone(s, src, x),
         lambda: all_methods(s, src, x, presenter),
-        lambda: gamma_beta(s, src, x, presenter),
-        lambda: eps_section(s, src, x, presenter),
-        lambda: rms_vs_layer(s, src, x, presenter),
-        lambda: per_sample_scale(s, src, x),
+        lambda: demo_note(s, ds),
+        lambda: gamma_beta(ds, dsrc, dx, presenter),
+        lambda: eps_section(ds, dsrc, dx, presenter),
+        lambda: rms_vs_layer(ds, dsrc, dx, presenter),
+        lambda: per_sample_scale(ds, dsrc, dx),
     ]
     results = []
     for i, step in enumerate(steps):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 
@@ -12,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -75,6 +77,16 @@ def texts(at: AppTest) -> str:
 
 
 # ---- real browser -------------------------------------------------------------------
+
+
+def plotly_array(arr) -> np.ndarray:
+    """A plotly array from a figure's JSON, plain or typed (base64 with a dtype and shape)."""
+    if isinstance(arr, dict):
+        out = np.frombuffer(base64.b64decode(arr["bdata"]), dtype=np.dtype(arr["dtype"]))
+        if "shape" in arr:
+            out = out.reshape([int(n) for n in str(arr["shape"]).split(",")])
+        return out
+    return np.asarray(arr)
 
 
 @contextlib.contextmanager

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 
-import numpy as np
 import pytest
 from conftest import (
     assert_clean,
     assert_no_exception,
+    plotly_array,
     run_app,
     screenshot,
     texts,
@@ -37,18 +36,8 @@ def _trace(spec: dict, name_start: str) -> dict:
     return found[0]
 
 
-def _decode(arr) -> np.ndarray:
-    """A plotly array, plain or typed (base64 with a dtype and shape), as numpy."""
-    if isinstance(arr, dict):
-        out = np.frombuffer(base64.b64decode(arr["bdata"]), dtype=np.dtype(arr["dtype"]))
-        if "shape" in arr:
-            out = out.reshape([int(n) for n in str(arr["shape"]).split(",")])
-        return out
-    return np.asarray(arr)
-
-
 def _count(arr) -> int:
-    return len(_decode(arr))
+    return len(plotly_array(arr))
 
 
 def _query(layout: str, method: str, **extra: str) -> dict[str, str]:
@@ -149,7 +138,7 @@ def test_selection_inputs_and_clamping() -> None:
     assert_clean(at)
     assert "B=3, T=0, C=7" in texts(at)
     block = _charts(at)[0]
-    sel = _decode(_trace(block, "selected cell")["customdata"])
+    sel = plotly_array(_trace(block, "selected cell")["customdata"])
     assert sel.tolist() == [[3, 0, 7]]
     # the shape shrinks below the selection: it is clamped, never out of range
     at.sidebar.number_input(key="B").set_value(2).run()

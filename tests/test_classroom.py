@@ -85,31 +85,31 @@ def test_students_differ() -> None:
 # ---- one session -------------------------------------------------------------------
 
 
-# A run has finished and drawn something (before the first run the app also says
-# "notRunning"). DONE_JS asks for the shared sidebar as well; a page that ran without
-# app.py never shows it, so wait for this first and then say so.
-RAN_JS = """() => {
+# Streamlit's legacy pages-folder mode ran a page file without app.py: the run has
+# finished and the navigation lists file names ("app", "axes", ...), not page titles.
+LEGACY_JS = """() => {
     const app = document.querySelector('[data-testid=stApp]');
-    return app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
-        && app.getAttribute('data-test-script-state') === 'notRunning'
-        && document.querySelector('[data-testid=stMain] [data-testid=stElementContainer]')
-        && document.querySelectorAll('[data-testid*=keleton]').length === 0;
+    return app && app.getAttribute('data-test-script-state') === 'notRunning'
+        && [...document.querySelectorAll('[data-testid=stSidebarNavLink]')]
+               .some(a => a.innerText.trim() === 'app');
 }"""
 
 
 async def _done(p) -> None:
-    await p.wait_for_function(RAN_JS, timeout=TIMEOUT, polling=100)
-    sidebar = "[data-testid=stSidebarUserContent] [data-testid=stRadio]"
-    if not await p.locator(sidebar).count():
-        try:  # a rerun may be about to draw it
-            await p.wait_for_function(DONE_JS, timeout=10_000, polling=100)
-        except Exception:
-            nav = await p.locator("[data-testid=stSidebarNavLink]").all_inner_texts()
-            raise AssertionError(
-                f"{p.url}: the page finished without the shared sidebar: it ran without "
-                f"app.py (navigation shows {[n.strip() for n in nav]})"
-            ) from None
-    await p.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
+    """Wait for a finished run with the shared sidebar; fail clearly on a legacy-mode run."""
+    await p.wait_for_function(
+        f"() => ({DONE_JS})() || ({LEGACY_JS})()", timeout=TIMEOUT, polling=100
+    )
+    if await p.evaluate(f"() => !!({DONE_JS})()"):
+        return
+    try:  # a rerun through app.py may be on its way
+        await p.wait_for_function(DONE_JS, timeout=15_000, polling=100)
+    except Exception:
+        nav = await p.locator("[data-testid=stSidebarNavLink]").all_inner_texts()
+        raise AssertionError(
+            f"{p.url}: the page finished without the shared sidebar: it ran without "
+            f"app.py (navigation shows {[n.strip() for n in nav]})"
+        ) from None
 
 
 async def _until_url(p, key: str, value: str) -> None:

@@ -14,6 +14,7 @@ from conftest import (
     assert_clean,
     assert_no_exception,
     open_app,
+    plotly_array,
     run_app,
     screenshot,
     texts,
@@ -22,7 +23,7 @@ from conftest import (
 from streamlit.testing.v1 import AppTest
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, normalize, stats
-from normviz.data import GENERATORS, generate
+from normviz.data import GENERATORS, generate, sample_scales
 from normviz.figures import distributions as figs
 from normviz.settings import max_elements
 
@@ -116,6 +117,24 @@ def test_eps_zero_shows_nan_not_a_crash() -> None:
     assert_clean(at)
     title = charts(at)[0]["layout"]["annotations"][1]["text"]
     assert "NaN" in title  # the "after" panel counts the 0/0 values it left out
+
+
+def test_large_input_demonstrates_on_its_leading_part() -> None:
+    """Above DEMO_MAX values the γ/β, ε, RMS and per-sample sections use the first
+    samples (every channel), say so, and the sections above still count every value."""
+    at = run_app(PAGE, {"B": "64", "T": "256", "C": "128", "data": "sample_scale"})
+    assert_clean(at)
+    note = next(i.value for i in at.info if "part of the input" in i.value)
+    assert "2,097,152 values" in note and "(B, T, C) = (32, 256, 128)" in note
+    assert f"{64 * 256 * 128:,}" in texts(at)  # the main histograms: every value
+    before = charts(at)[0]
+    assert plotly_array(before["data"][0]["y"]).sum() == 64 * 256 * 128
+    # the per-sample-scale data was generated at the part's shape: 32 volumes, not 64
+    rms = next(d.value for d in at.dataframe if "RMS before" in d.value.columns)["RMS before"]
+    scales = sample_scales(32)
+    assert rms.iloc[1] / rms.iloc[0] == pytest.approx(scales[1] / scales[0], rel=1e-4)
+    small = run_app(PAGE, {"B": "8", "T": "16", "C": "8"})
+    assert not any("part of the input" in i.value for i in small.info)
 
 
 # ---- hostile URLs ---------------------------------------------------------------------

@@ -25,6 +25,7 @@ from normviz.stats import (
     eps_sweep,
     group_table,
     histogram,
+    leading_shape,
     npy_bytes,
     recover_input,
     sample_rms,
@@ -246,6 +247,32 @@ def test_histogram_counts_every_value_and_keeps_nan_apart() -> None:
     assert h.mean == pytest.approx(finite.mean()) and h.std == pytest.approx(finite.std())
     const = histogram(torch.full((5,), 2.0))
     assert const.counts.sum() == 5 and const.edges[0] < 2 < const.edges[-1]
+
+
+def test_histogram_matches_numpy_on_float32_and_a_given_range() -> None:
+    x = (torch.randn(200_003, generator=torch.Generator().manual_seed(5)) * 3 + 1).float()
+    a = x.numpy()
+    for rng in [None, (-2.0, 2.5), (float(a.min()), float(a.max()))]:
+        h = histogram(x, bins=37, value_range_=rng)
+        counts, edges = np.histogram(a, bins=37, range=rng or (float(a.min()), float(a.max())))
+        np.testing.assert_allclose(h.edges, edges)
+        assert h.counts.sum() == counts.sum()  # outside the range: not counted, as numpy
+        assert np.abs(h.counts - counts).sum() <= 4  # a value on an inner edge may move
+    assert histogram(x, value_range_=(50.0, 60.0)).counts.sum() == 0
+    h = histogram(torch.tensor([0.0, 1.0, 1.0]), bins=4)
+    assert h.counts.tolist() == [1, 0, 0, 2]  # the last bin includes its right edge
+    assert h.mean == pytest.approx(2 / 3) and h.std == pytest.approx(np.std([0, 1, 1]))
+    wide = histogram(torch.arange(1000.0), bins=500)  # more bins than uint8 indexes
+    assert wide.counts.tolist() == [2] * 500
+
+
+def test_leading_shape_keeps_channels_and_bounds_the_values() -> None:
+    assert leading_shape((4, 6, 8), "BTC", 2**20) == (4, 6, 8)  # small: unchanged
+    assert leading_shape((64, 256, 128), "BTC", 2**20) == (32, 256, 128)  # samples first
+    assert leading_shape((1, 4096, 1024), "BTC", 2**20) == (1, 1024, 1024)  # then T
+    assert leading_shape((32, 32, 64, 64), "NCHW", 2**20) == (8, 32, 64, 64)
+    assert leading_shape((1, 256, 128, 128), "NCHW", 2**20) == (1, 256, 32, 128)  # then H
+    assert leading_shape((2, 4096, 1, 512), "NCHW", 2**20) == (1, 4096, 1, 512)  # C stays
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))

@@ -117,15 +117,17 @@ def make_methods_figure(comp: MethodsComparison, presenter: bool = False) -> go.
                 align="center",
                 font={"color": style.HIGHLIGHT},
             )
-    if shared is not None:  # every method on the same x-range, so widths compare
-        for i, key in enumerate(keys, start=1):
-            if key in comp.outputs:
-                r, c = divmod(i, cols)
-                fig.update_xaxes(range=list(shared), row=r + 1, col=c + 1)
+    # every method on the same x-range, so widths compare (subplot i + 1 is xaxis{i + 1})
+    ranges = {
+        f"xaxis{i + 1}": {"range": list(shared)}
+        for i, key in enumerate(keys, start=1)
+        if shared is not None and key in comp.outputs
+    }
     fig.update_layout(
         title="The same input under each method (outputs share one x-range)",
         showlegend=False,
         bargap=0,
+        **ranges,
     )
     return style.apply(fig, presenter, height=300 * rows + 60)
 
