@@ -18,6 +18,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.common import serve as bench_serve
+from benchmarks.common import share_components
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("NORMVIZ_CHROMIUM", "/usr/bin/chromium")
@@ -40,7 +41,7 @@ def run_app(
 
     The query string is applied before the first run, as a shared link would be.
     """
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    at = share_components(AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout))
     for k, v in (query or {}).items():
         at.query_params[k] = v
     if page:
