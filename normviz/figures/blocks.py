@@ -719,14 +719,19 @@ def _face_polygons(n: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(cells), np.concatenate(quads)
 
 
-def _poly_xy(quads: np.ndarray) -> tuple[list, list]:
-    """Closed quads as one None-separated path (one filled trace per colour)."""
-    xs: list = []
-    ys: list = []
-    for q in quads:
-        xs += [*np.round(q[:, 0], 3).tolist(), float(np.round(q[0, 0], 3)), None]
-        ys += [*np.round(q[:, 1], 3).tolist(), float(np.round(q[0, 1], 3)), None]
-    return xs, ys
+def _poly_xy(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Closed quads as one NaN-separated path (one filled trace per colour).
+
+    Plotly breaks a line at NaN as at None, and `fill="toself"` closes each piece
+    on its own; a float array goes out as one typed array instead of thousands of
+    validated Python numbers.
+    """
+    n = len(quads)
+    path = np.full((n, 6, 2), np.nan)
+    path[:, :4] = quads
+    path[:, 4] = quads[:, 0]  # back to the first corner
+    path = np.round(path, 3).reshape(-1, 2)
+    return path[:, 0], path[:, 1]
 
 
 def _thumb_window(layout: str, shape: tuple[int, ...]) -> Window:
@@ -818,10 +823,18 @@ def make_methods_figure(
                 row=1,
                 col=col,
             )
-    fig.update_xaxes(visible=False, scaleanchor=None)
-    fig.update_yaxes(visible=False)
-    for i in range(1, len(methods) + 1):  # equal scale inside every thumbnail
-        fig.update_yaxes(scaleanchor=f"x{i if i > 1 else ''}", scaleratio=1, row=1, col=i)
+    # hidden axes, equal scale inside every thumbnail: one layout update for all of them
+    fig.update_layout(
+        {f"xaxis{i if i > 1 else ''}": {"visible": False} for i in range(1, len(methods) + 1)}
+        | {
+            f"yaxis{i if i > 1 else ''}": {
+                "visible": False,
+                "scaleanchor": f"x{i if i > 1 else ''}",
+                "scaleratio": 1,
+            }
+            for i in range(1, len(methods) + 1)
+        }
+    )
     lay = LAYOUTS[layout]
     sizes = ", ".join(f"{a}={n}" for a, n in zip(lay.axes, shape, strict=True))
     caption = f"{lay.key} {sizes}; each block: {lay.sample} across, {lay.channel} in depth, "
