@@ -20,7 +20,9 @@ from pathlib import Path
 
 from streamlit.components.v2.component_manager import BidiComponentManager
 from streamlit.runtime.pages_manager import PagesManager
-from streamlit.testing.v1 import AppTest
+from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+from streamlit.testing.v1 import AppTest, local_script_runner
+from streamlit.testing.v1 import app_test as app_test_module
 
 from normviz.layouts import LAYOUTS
 from normviz.settings import SIZE_LIMITS, max_elements
@@ -146,14 +148,24 @@ def _components() -> BidiComponentManager:
     return manager
 
 
+@functools.cache
+def _script_cache() -> ScriptCache:
+    return ScriptCache()
+
+
 def share_components(at: AppTest) -> AppTest:
-    """Give `at` the process's one component registry.
+    """Make `at` start like a session of a running server: no per-session setup.
 
     A new AppTest scans every installed package for Streamlit components on its
-    first run (about 0.35 CPU-s here); a server does that once at start, not per
-    session. Without this, every "first run" we time or test pays for the scan.
+    first run (about 0.35 CPU-s here), and every AppTest run compiles app.py and
+    the page anew (0.05 to 0.2 s for a long page). A server scans once at start
+    and compiles each script once. Without this, every run we time or test would
+    pay for both. One registry and one script cache serve the whole process.
     """
     at._bidi_component_manager = _components()  # AppTest's own cache slot for it
+    # AppTest builds a ScriptCache() per run, by these module-level names
+    app_test_module.ScriptCache = _script_cache  # type: ignore[misc, assignment]
+    local_script_runner.ScriptCache = _script_cache  # type: ignore[misc, assignment]
     return at
 
 
