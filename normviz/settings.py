@@ -16,8 +16,9 @@ from normviz.core import NormConfigError, contract, parse_axes
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
+from normviz.residual import BLOCKS, NORMS
 
-Value = int | float | str | bool
+Value = int | float | str | bool | tuple[str, ...]
 
 # ε choices on a log scale (0 shows what ε is for).
 EPS_CHOICES: tuple[float, ...] = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0)
@@ -34,7 +35,11 @@ def max_elements() -> int:
 
 @dataclass(frozen=True)
 class Param:
-    """One URL parameter: its default, and either a numeric range or a set of choices."""
+    """One URL parameter: its default, and either a numeric range or a set of choices.
+
+    `multi`: any subset of the choices (a multi-select widget), written as a comma
+    list (empty for none); its value is a tuple in the order of `choices`.
+    """
 
     name: str
     default: Value
@@ -42,6 +47,7 @@ class Param:
     hi: float | None = None
     choices: tuple[Value, ...] | None = None
     help: str = ""
+    multi: bool = False
 
     def parse(self, raw: str) -> Value:
         """The value `raw` stands for. Raises ValueError with a reason."""
@@ -49,6 +55,12 @@ class Param:
             raise ValueError("value too long")
         raw = raw.strip()
         d = self.default
+        if self.multi:
+            picked = {v.strip() for v in raw.split(",")} if raw else set()
+            choices = self.choices or ()
+            if not picked <= set(choices):
+                raise ValueError(f"expected a comma list of {', '.join(map(str, choices))}")
+            return tuple(str(c) for c in choices if c in picked)
         if isinstance(d, bool):
             low = raw.lower()
             if low in ("1", "true", "yes", "on"):
@@ -84,6 +96,8 @@ class Param:
 
     def format(self, value: Value) -> str:
         """The query-string form of `value`."""
+        if isinstance(value, list | tuple):
+            return ",".join(map(str, value))
         if isinstance(value, bool):
             return "1" if value else "0"
         if isinstance(value, float):
@@ -132,7 +146,8 @@ def read(
             values[p.name] = p.default
             shown = raw if len(raw) <= 40 else raw[:40] + "…"
             warnings.append(
-                f"`{p.name}={shown}` is not valid ({e}): using the default {p.format(p.default)}."
+                f"`{p.name}={shown}` is not valid ({e}): using the default "
+                f"{p.format(p.default) or '(none)'}."
             )
     if link and missing:
         warnings.append(f"The link does not set {', '.join(missing)}: using the default.")
@@ -334,6 +349,74 @@ PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
                 "model",
             ),
             help="the lab section that is open",
+        ),
+    ),
+    "distributions": (
+        Param("affine", "scalar", choices=("scalar", "per-channel"), help="γ and β: kind"),
+        Param("gamma", 2.0, lo=0.1, hi=5.0, help="γ (per-channel: its middle value)"),
+        Param("beta", 1.0, lo=-3.0, hi=3.0, help="β (per-channel: its middle value)"),
+        Param(
+            "edata",
+            "constant",
+            choices=("constant", "current"),
+            help="the ε section's input: constant data, or the page's current input",
+        ),
+    ),
+    # Depths and steps are capped below what normviz.residual allows: they keep the
+    # worst first run of the page to seconds on two cores.
+    "residual": (
+        Param("width", 32, choices=(16, 32, 64, 128), help="at initialization: width d"),
+        Param("norm", NORMS[0], choices=NORMS, help="at initialization: the norm"),
+        Param("block", next(iter(BLOCKS)), choices=tuple(BLOCKS), help="at initialization: F"),
+        Param("depth", 24, lo=1, hi=64, help="at initialization: blocks in the stack"),
+        Param("n_seeds", 3, lo=1, hi=4, help="at initialization: seeds (median shown)"),
+        Param("tr_width", 32, choices=(16, 32, 64, 128), help="training: width d"),
+        Param("tr_norm", NORMS[0], choices=NORMS, help="training: the norm"),
+        Param("tr_block", next(iter(BLOCKS)), choices=tuple(BLOCKS), help="training: F"),
+        Param("tr_depth", 12, lo=1, hi=32, help="training: blocks in the stack"),
+        Param(
+            "lr",
+            1e-2,
+            choices=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
+            help="training: Adam's learning rate",
+        ),
+        Param("tr_steps", 80, lo=10, hi=200, help="training: Adam steps (the slider steps by 10)"),
+    ),
+    # The choices are the keys of normviz.guide.ARCHITECTURES / CONSTRAINTS and
+    # normviz.audit.ZOO, in their order (tests/test_settings.py checks); written out
+    # here because those modules import pandas, which this module does not need.
+    "choose": (
+        Param(
+            "arch",
+            "transformer",
+            choices=("transformer", "rnn", "cnn", "detection", "style"),
+            help="decision guide: the architecture",
+        ),
+        Param(
+            "per_device", 32, lo=1, hi=65_536, help="decision guide: samples per device per step"
+        ),
+        Param(
+            "constraints",
+            (),
+            choices=("online", "same", "shift", "distributed", "cost"),
+            multi=True,
+            help="decision guide: constraints, a comma list (empty for none)",
+        ),
+        Param(
+            "model",
+            "resnet",
+            choices=("resnet", "pre_ln", "post_ln", "unet", "style", "rms_decoder"),
+            help="model audit: the model",
+        ),
+        Param("use_sample", False, help="state_dict audit: audit the sample file"),
+    ),
+    "axes": (
+        Param("partition", False, help="colour every statistic group"),
+        Param("split_hw", False, help="NCHW: show H and W separately"),
+        # the selected cell, one index per axis (the other layout's are kept for a switch)
+        *(
+            Param(f"cell_{a.lower()}", 0, lo=0, hi=SIZE_LIMITS[a] - 1, help=f"selected cell: {a}")
+            for a in ("B", "T", "C", "N", "H", "W")
         ),
     ),
 }

@@ -12,6 +12,7 @@ from normviz import settings as ns
 from normviz.figures import blocks
 from ui import state
 
+PAGE = "axes"  # the URL path: its own URL parameters are settings.PAGE_PARAMS[PAGE]
 FLAT_KEY = "axes_flat_view"  # the clickable chart's widget key
 
 
@@ -73,7 +74,24 @@ def _verify(s: ns.Settings) -> codegen.Verification:
 
 
 def _cell_keys(layout: str) -> list[str]:
-    return [f"sel_{a}" for a in LAYOUTS[layout].axes]
+    """The selected cell's widget keys (and URL names), one per axis of `layout`."""
+    return [f"cell_{a.lower()}" for a in LAYOUTS[layout].axes]
+
+
+def _check_linked_cell(s: ns.Settings, fresh: list[str]) -> None:
+    """A cell from a link that lies outside the tensor falls back to 0, with a warning.
+
+    `fresh`: the cell keys page_params just read (from the URL, or their defaults).
+    """
+    for a, k in zip(LAYOUTS[s.layout].axes, _cell_keys(s.layout), strict=True):
+        n, v = s.sizes[a], st.session_state[k]
+        if k in fresh and v >= n:
+            st.warning(
+                f"`{k}={v}` is not valid ({a} has {n} positions: expected a value from 0 to "
+                f"{n - 1}): using the default 0.",
+                icon=":material/warning:",
+            )
+            st.session_state[k] = 0
 
 
 def _stored_cell(s: ns.Settings) -> tuple[int, ...]:
@@ -106,7 +124,7 @@ def _cell_inputs(s: ns.Settings) -> tuple[int, ...]:
         cols[1:], lay.axes, _cell_keys(s.layout), cell, s.shape, strict=True
     ):
         st.session_state[k] = i  # clamped: the shape may have shrunk
-        col.number_input(f"{a} ({lay.names[a]})", min_value=0, max_value=n - 1, step=1, key=k)
+        state.widget(col.number_input, k, f"{a} ({lay.names[a]})", PAGE, max_value=n - 1, step=1)
     return _stored_cell(s)
 
 
@@ -116,15 +134,19 @@ def explorer(s: ns.Settings) -> None:
     presenter = state.presenter()
     cell = _cell_inputs(s)
     opts = st.columns(2)
-    partition = opts[0].toggle(
+    partition = state.widget(
+        opts[0].toggle,
+        "partition",
         "Colour every statistic group",
-        key="axes_partition",
+        PAGE,
         help="Partition mode: each group of cells that shares one mean and variance gets a "
         "colour (colours repeat for many groups).",
     )
-    split_hw = s.layout == "NCHW" and opts[1].toggle(
+    split_hw = s.layout == "NCHW" and state.widget(
+        opts[1].toggle,
+        "split_hw",
         "Show H and W separately",
-        key="axes_split_hw",
+        PAGE,
         help="Off: H·W is one axis, as in the Group Normalization paper's figure. On: every "
         "image is an H×W slab, side by side.",
     )
@@ -259,6 +281,14 @@ st.markdown(
     "Pick a method in the sidebar and a cell below: the cells that share that cell's mean "
     "and variance light up, in 3D and unfolded flat."
 )
+fresh = [k for k in _cell_keys(s.layout) if k not in st.session_state]
+state.page_params(PAGE)
+_check_linked_cell(s, fresh)
+# Every page parameter goes into the URL, also those no widget shows now (the other
+# layout's cell, split_hw under BTC): a copied link then sets all of them, which the
+# link reader expects of a link that sets any.
+for p in ns.PAGE_PARAMS[PAGE]:
+    st.query_params[p.name] = p.format(st.session_state[p.name])
 if state.require(s):
     explorer(s)
     contract_section(s)

@@ -9,6 +9,7 @@ import streamlit as st
 from normviz import METHODS, audit, guide, io
 from ui import state
 
+PAGE = "choose"  # the URL path: the widgets' ranges and choices are settings.PAGE_PARAMS[PAGE]
 SAMPLE_NAME = "resnet_block.safetensors"
 
 
@@ -44,28 +45,29 @@ def decision_guide() -> None:
     )
     c1, c2 = st.columns([3, 2])
     with c1:
-        arch = st.radio(
+        arch = state.widget(
+            st.radio,
+            "arch",
             "Architecture",
-            list(guide.ARCHITECTURES),
+            PAGE,
             format_func=lambda k: guide.ARCHITECTURES[k],
-            key="ch_arch",
         )
-        batch = st.number_input(
+        batch = state.widget(
+            st.number_input,
+            "per_device",
             "Samples per device per step",
-            min_value=1,
-            max_value=guide.MAX_BATCH,
-            value=32,
+            PAGE,
             step=1,
-            key="ch_batch",
             help="With gradient accumulation or several GPUs, count the micro-batch one "
             "device normalizes over, not the global batch.",
         )
-        constraints = st.pills(
+        constraints = state.widget(
+            st.pills,
+            "constraints",
             "Constraints",
-            list(guide.CONSTRAINTS),
+            PAGE,
             format_func=lambda k: guide.CONSTRAINTS[k],
             selection_mode="multi",
-            key="ch_constraints",
         )
     rec = guide.recommend(guide.Situation(arch, int(batch), frozenset(constraints or ())))
     with c2:
@@ -92,11 +94,8 @@ def model_audit() -> None:
         "(torch.fx) back from each residual add, their input shapes with forward hooks, and "
         "the saved buffers from the state_dict."
     )
-    key = st.selectbox(
-        "Model",
-        list(audit.ZOO),
-        format_func=lambda k: audit.ZOO[k].label,
-        key="ch_model",
+    key = state.widget(
+        st.selectbox, "model", "Model", PAGE, format_func=lambda k: audit.ZOO[k].label
     )
     z = audit.ZOO[key]
     st.caption(f"{z.description}. Example input: {' × '.join(map(str, z.example_shape))}.")
@@ -141,7 +140,7 @@ def state_dict_audit() -> None:
             key="ch_sample_dl",
             help="The ResNet block's state_dict after three training-mode batches.",
         )
-        use_sample = st.toggle("Audit the sample file instead", key="ch_use_sample")
+        use_sample = state.widget(st.toggle, "use_sample", "Audit the sample file instead", PAGE)
     if f is not None:
         data, name = f.getvalue(), f.name
     elif use_sample:
@@ -171,6 +170,7 @@ def state_dict_audit() -> None:
 
 state.settings()  # runs this page through app.py on a first visit (shared sidebar)
 st.title("Which normalization?")
+state.page_params(PAGE)  # the guide's answers and the audited model, from a link
 decision_guide()
 comparison()
 model_audit()

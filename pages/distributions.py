@@ -21,6 +21,7 @@ from ui import state
 # A generated input is named by its settings, an upload by its bytes' hash: caches key
 # on this tuple and receive the tensor itself as an unhashed `_x` argument.
 Source = tuple
+PAGE = "distributions"  # the URL path: its own URL parameters are settings.PAGE_PARAMS[PAGE]
 BIG = 2**20  # from this many elements the first run shows a progress bar
 # The sections after "All five methods" each demonstrate one property (γ/β, ε, RMSNorm's
 # direction, per-sample scale); on a larger input they use its first samples (then first
@@ -310,11 +311,11 @@ def gamma_beta(s: ns.Settings, src: Source, x: np.ndarray, presenter: bool) -> N
         "so the channels only land near them."
     )
     cols = st.columns([1, 2, 2])
-    kind = cols[0].radio(
-        "γ and β are", ["scalar", "per-channel"], key="dist_affine_kind", horizontal=False
-    )
-    gamma = cols[1].slider("γ", 0.1, 5.0, 2.0, 0.1, key="dist_gamma")
-    beta = cols[2].slider("β", -3.0, 3.0, 1.0, 0.1, key="dist_beta")
+    # page parameters: drawn through state.widget, so a change (a rerun of this fragment
+    # alone) is written to the URL too
+    kind = state.widget(cols[0].radio, "affine", "γ and β are", PAGE, horizontal=False)
+    gamma = state.widget(cols[1].slider, "gamma", "γ", PAGE, step=0.1)
+    beta = state.widget(cols[2].slider, "beta", "β", PAGE, step=0.1)
     if kind == "per-channel":
         st.caption("Per-channel: γ_c runs from 0.5γ to 1.5γ and β_c from β − 1 to β + 1.")
     try:
@@ -350,15 +351,16 @@ def eps_section(s: ns.Settings, src: Source, x: np.ndarray, presenter: bool) -> 
         "poisons everything downstream. A large ε also shrinks groups whose spread is "
         "small next to it: their variance after is σ²/(σ² + ε), below 1."
     )
-    choice = st.radio(
+    choice = state.widget(
+        st.radio,
+        "edata",
         "Data for this section",
-        ["constant", "current"],
+        PAGE,
         format_func=lambda k: (
             f"{GENERATORS['constant'].label}: {GENERATORS['constant'].description}"
             if k == "constant"
             else "the page's current input"
         ),
-        key="dist_eps_data",
     )
     if choice == "constant":
         src, x = generated(s, "constant")
@@ -461,6 +463,7 @@ st.markdown(
     "alone, and what γ, β and ε change. Use the sidebar's data, or upload your own "
     "activations below."
 )
+state.page_params(PAGE)  # γ/β and the ε section's data, from a link (warns about bad values)
 shared = state.settings()
 presenter = state.presenter()
 upload = uploaded_input(shared)

@@ -14,12 +14,7 @@ from normviz import residual as rs
 from normviz.figures import residual as figs
 from ui import state
 
-LRS = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
-WIDTHS = (16, 32, 64, 128)
-# Page limits keep the worst first run to seconds on two cores (the library allows more).
-MAX_DEPTH_INIT = 64
-MAX_DEPTH_TRAIN = 32
-MAX_STEPS_TRAIN = 200
+PAGE = "residual"  # the URL path: the widgets' ranges and choices are settings.PAGE_PARAMS[PAGE]
 SAMPLES = 16  # sequences per batch (× 8 tokens): enough for stable statistics, quick on CPU
 TRAIN_KEY = "res_train_request"  # the (config, lr, steps) last trained, kept across reruns
 
@@ -83,21 +78,19 @@ def formulas() -> None:
 
 
 def _config(prefix: str) -> rs.StackConfig:
-    """Width, norm and block widgets shared by both sections (stored under `prefix` keys)."""
+    """Width, norm and block widgets of one section (URL names `{prefix}width`, ...)."""
     c = st.columns([2, 2, 3])
-    width = c[0].select_slider("Width d", WIDTHS, value=32, key=f"{prefix}_width")
-    norm = c[1].radio(
+    width = state.widget(c[0].select_slider, f"{prefix}width", "Width d", PAGE)
+    norm = state.widget(
+        c[1].radio,
+        f"{prefix}norm",
         "Norm",
-        rs.NORMS,
+        PAGE,
         format_func=lambda k: METHODS[k].label,
         horizontal=True,
-        key=f"{prefix}_norm",
     )
-    block = c[2].radio(
-        "Block F",
-        list(rs.BLOCKS),
-        format_func=lambda k: rs.BLOCKS[k],
-        key=f"{prefix}_block",
+    block = state.widget(
+        c[2].radio, f"{prefix}block", "Block F", PAGE, format_func=lambda k: rs.BLOCKS[k]
     )
     return rs.StackConfig(width=int(width), norm=norm, block=block, samples=SAMPLES)
 
@@ -113,10 +106,10 @@ def at_initialization() -> None:
         "skip paths (the branches' outputs count as constants): it shows what the identity "
         "path alone delivers."
     )
-    base = _config("res")
+    base = _config("")
     c = st.columns(2)
-    depth = c[0].slider("Depth L (blocks)", 1, MAX_DEPTH_INIT, 24, key="res_depth")
-    n_seeds = c[1].slider("Seeds", 1, 4, 3, key="res_seeds")
+    depth = state.widget(c[0].slider, "depth", "Depth L (blocks)", PAGE)
+    n_seeds = state.widget(c[1].slider, "n_seeds", "Seeds", PAGE)
     cfg = rs.StackConfig(
         depth=int(depth), width=base.width, norm=base.norm, block=base.block, samples=SAMPLES
     )
@@ -138,13 +131,13 @@ def _training_settings() -> tuple[rs.StackConfig, float, int]:
     """The training widgets' current values, as the request `train_all` takes."""
     ss = st.session_state
     cfg = rs.StackConfig(
-        depth=int(ss["res_tr_depth"]),
-        width=int(ss["res_tr_width"]),
-        norm=ss["res_tr_norm"],
-        block=ss["res_tr_block"],
+        depth=int(ss["tr_depth"]),
+        width=int(ss["tr_width"]),
+        norm=ss["tr_norm"],
+        block=ss["tr_block"],
         samples=SAMPLES,
     )
-    return cfg, float(ss["res_tr_lr"]), int(ss["res_tr_steps"])
+    return cfg, float(ss["lr"]), int(ss["tr_steps"])
 
 
 def _request_training() -> None:
@@ -160,13 +153,13 @@ def training() -> None:
         "Adam, no warm-up). Try a deeper stack or a larger learning rate: post-norm tends to "
         "stall, no normalization blows up, pre-norm keeps learning."
     )
-    base = _config("res_tr")
+    base = _config("tr_")
     c = st.columns(3)
-    depth = c[0].slider("Depth L (blocks)", 1, MAX_DEPTH_TRAIN, 12, key="res_tr_depth")
-    lr = c[1].select_slider(
-        "Learning rate", LRS, value=1e-2, format_func=lambda v: f"{v:g}", key="res_tr_lr"
+    depth = state.widget(c[0].slider, "tr_depth", "Depth L (blocks)", PAGE)
+    lr = state.widget(
+        c[1].select_slider, "lr", "Learning rate", PAGE, format_func=lambda v: f"{v:g}"
     )
-    steps = c[2].slider("Adam steps", 10, MAX_STEPS_TRAIN, 80, step=10, key="res_tr_steps")
+    steps = state.widget(c[2].slider, "tr_steps", "Adam steps", PAGE, step=10)
     wanted = (
         rs.StackConfig(
             depth=int(depth), width=base.width, norm=base.norm, block=base.block, samples=SAMPLES
@@ -201,6 +194,7 @@ def training() -> None:
 
 state.settings()  # runs this page through app.py on a first visit (shared sidebar)
 st.title("Pre-norm vs post-norm")
+state.page_params(PAGE)  # both sections' settings, from a link (warns about bad values)
 formulas()
 at_initialization()
 training()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from conftest import (
@@ -17,8 +18,10 @@ from conftest import (
 )
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, style
+from normviz.settings import PAGE_PARAMS
 
 MB = 1_000_000
+PARAMS = {p.name: p for p in PAGE_PARAMS["axes"]}
 
 
 def _charts(at) -> list[dict]:
@@ -38,6 +41,11 @@ def _trace(spec: dict, name_start: str) -> dict:
 
 def _count(arr) -> int:
     return len(plotly_array(arr))
+
+
+def _url(at, name: str) -> str:
+    v = at.query_params[name]
+    return v[-1] if isinstance(v, list) else v
 
 
 def _query(layout: str, method: str, **extra: str) -> dict[str, str]:
@@ -68,6 +76,10 @@ def test_default_page() -> None:
     card = at.table[0].value
     assert list(card["answer"])[:4] == ["B, T", "C", "8 means and variances", "m = B·T = 24"]
     assert [c.key for c in at.checkbox if c.value] == ["axcb_B", "axcb_T"]
+    # every page parameter is in the URL, also the other layout's cell and split_hw,
+    # which BTC draws no widget for: a copied link sets them all
+    for name, p in PARAMS.items():
+        assert _url(at, name) == p.format(p.default), name
 
 
 @pytest.mark.parametrize(
@@ -133,10 +145,11 @@ def test_ticking_an_axis_switches_to_custom_axes() -> None:
 
 def test_selection_inputs_and_clamping() -> None:
     at = run_app("axes")
-    at.number_input(key="sel_B").set_value(3).run()
-    at.number_input(key="sel_C").set_value(7).run()
+    at.number_input(key="cell_b").set_value(3).run()
+    at.number_input(key="cell_c").set_value(7).run()
     assert_clean(at)
     assert "B=3, T=0, C=7" in texts(at)
+    assert [_url(at, k) for k in ("cell_b", "cell_t", "cell_c")] == ["3", "0", "7"]
     block = _charts(at)[0]
     sel = plotly_array(_trace(block, "selected cell")["customdata"])
     assert sel.tolist() == [[3, 0, 7]]
@@ -144,20 +157,90 @@ def test_selection_inputs_and_clamping() -> None:
     at.sidebar.number_input(key="B").set_value(2).run()
     at.sidebar.number_input(key="C").set_value(4).run()
     assert_clean(at)
-    assert at.number_input(key="sel_B").value == 1
-    assert at.number_input(key="sel_C").value == 3
+    assert at.number_input(key="cell_b").value == 1
+    assert at.number_input(key="cell_c").value == 3
     assert "B=1, T=0, C=3" in texts(at)
+    assert [_url(at, k) for k in ("cell_b", "cell_c")] == ["1", "3"]
+    assert not at.warning  # clamping after a sidebar change is quiet
 
 
 def test_partition_and_split_views() -> None:
     at = run_app("axes", _query("NCHW", "group", groups="3"))
-    at.toggle(key="axes_partition").set_value(True).run()
-    at.toggle(key="axes_split_hw").set_value(True).run()
+    at.toggle(key="partition").set_value(True).run()
+    at.toggle(key="split_hw").set_value(True).run()
     assert_clean(at)
     block = _charts(at)[0]
     assert _trace(block, "12 statistic groups")  # N·G = 4·3
     assert block["layout"]["scene"]["xaxis"]["title"]["text"].startswith("N blocks × W")
     assert block["layout"]["scene"]["zaxis"]["title"]["text"].startswith("H: height")
+    assert _url(at, "partition") == "1" and _url(at, "split_hw") == "1"
+    # to BTC and back: split_hw has no widget under BTC, but the URL and the view keep it
+    at.sidebar.radio(key="layout").set_value("BTC").run()
+    assert _url(at, "split_hw") == "1" and not at.warning
+    at.sidebar.radio(key="layout").set_value("NCHW").run()
+    assert_clean(at)
+    assert at.toggle(key="split_hw").value is True
+    assert _charts(at)[0]["layout"]["scene"]["xaxis"]["title"]["text"].startswith("N blocks × W")
+
+
+def test_a_link_reproduces_the_view_and_the_selected_cell() -> None:
+    cell = {"cell_n": "3", "cell_c": "5", "cell_h": "2", "cell_w": "1"}
+    link = _query("NCHW", "group", groups="3") | {
+        **{n: p.format(p.default) for n, p in PARAMS.items()},
+        **cell,
+        "partition": "1",
+        "split_hw": "1",
+    }
+    at = run_app("axes", link)
+    assert_clean(at)
+    assert not at.warning, [w.value for w in at.warning]
+    block = _charts(at)[0]
+    assert _trace(block, "12 statistic groups")  # partition on
+    assert block["layout"]["scene"]["xaxis"]["title"]["text"].startswith("N blocks × W")
+    sel = plotly_array(_trace(block, "selected cell")["customdata"])
+    assert sel.tolist() == [[3, 5, 2, 1]]
+    assert "The cell **N=3, C=5, H=2, W=1** shares its statistics" in texts(at)
+    assert {n: _url(at, n) for n in link} == link
+
+
+@pytest.mark.parametrize(
+    ("bad", "fallback"),
+    [
+        # wrong type, out of the parameter's range, not a whole number
+        (
+            {"partition": "maybe", "split_hw": "2", "cell_b": "-1", "cell_t": "abc"},
+            {"partition": False, "split_hw": False, "cell_b": 0, "cell_t": 0},
+        ),
+        ({"cell_c": "4096", "cell_n": "1.5"}, {"cell_c": 0, "cell_n": 0}),
+    ],
+)
+def test_bad_page_parameters_fall_back_with_a_warning(
+    bad: dict[str, str], fallback: dict[str, object]
+) -> None:
+    at = run_app("axes", _query("BTC", "batch") | bad)
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    for name, value in bad.items():
+        assert f"`{name}={value}` is not valid" in warned, warned
+        assert at.session_state[name] == fallback[name]
+        assert _url(at, name) == PARAMS[name].format(fallback[name])
+    missing = [n for n in PARAMS if n not in bad]
+    assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
+    assert "The cell **B=0, T=0, C=0** shares" in texts(at)
+    assert not any(t.get("name", "").endswith("statistic groups") for t in _charts(at)[0]["data"])
+
+
+def test_a_linked_cell_outside_the_tensor_falls_back_with_a_warning() -> None:
+    link = {n: p.format(p.default) for n, p in PARAMS.items()}
+    link |= _query("BTC", "batch", B="2") | {"cell_b": "2", "cell_t": "5", "cell_c": "8"}
+    at = run_app("axes", link)
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    assert "`cell_b=2` is not valid (B has 2 positions: expected a value from 0 to 1)" in warned
+    assert "`cell_c=8` is not valid (C has 8 positions" in warned
+    assert "cell_t" not in warned  # T = 6: position 5 exists
+    assert "The cell **B=0, T=5, C=0** shares" in texts(at)
+    assert [_url(at, k) for k in ("cell_b", "cell_t", "cell_c")] == ["0", "5", "0"]
 
 
 @pytest.mark.parametrize(
@@ -183,12 +266,12 @@ def test_hostile_urls_fall_back_with_a_warning(query: dict[str, str], param: str
     assert "Contract card" in texts(at)  # the page still draws, at the fallback value
 
 
-def test_unknown_parameters_and_selection_keys_are_not_url_names() -> None:
-    at = run_app("axes", {"sel_B": "3", "foo": "1"})
+def test_unknown_parameters_are_ignored_with_a_warning() -> None:
+    at = run_app("axes", {"sel_B": "3", "foo": "1"})  # sel_B: the cell's old widget key
     assert_clean(at)
-    assert "Ignored unknown parameter" in "\n".join(w.value for w in at.warning)
-    assert at.number_input(key="sel_B").value == 0
-    assert "sel_B" not in at.query_params
+    assert "Ignored unknown parameter(s): `sel_B`, `foo`" in "\n".join(w.value for w in at.warning)
+    assert at.number_input(key="cell_b").value == 0
+    assert "sel_B" not in at.query_params and _url(at, "cell_b") == "0"
 
 
 def test_element_cap_is_explained() -> None:
@@ -292,6 +375,9 @@ def test_axes_in_browser_click_selects_a_cell(page, server) -> None:
     assert_no_exception(page)
     values = [page.get_by_label(f"{a} (").first.input_value() for a in ("B", "T", "C")]
     assert values == ["1", "3", "5"]
+    # the click reran the explorer fragment alone, which wrote the cell to the URL
+    cell = {"cell_b": ["1"], "cell_t": ["3"], "cell_c": ["5"]}
+    page.wait_for_url(lambda url: cell.items() <= parse_qs(urlsplit(url).query).items())
     screenshot(page, "axes-clicked")
 
 
@@ -302,6 +388,7 @@ def test_axes_nchw_partition_in_browser(page, server) -> None:
     wait_done(page)
     assert_no_exception(page)
     page.get_by_text("Colour every statistic group").click()
+    page.wait_for_url("**partition=1**")  # written from inside the explorer fragment
     wait_done(page)
     page.get_by_text("Show H and W separately").click()
     wait_done(page)

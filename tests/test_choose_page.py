@@ -10,10 +10,22 @@ import torch
 from conftest import assert_clean, assert_no_exception, open_app, run_app, screenshot, texts
 
 from normviz import METHODS, audit, guide
+from normviz.settings import PAGE_PARAMS
+
+PARAMS = {p.name: p for p in PAGE_PARAMS["choose"]}
 
 
 def _advice(at) -> str:
     return " ".join(s.value for s in at.success)
+
+
+def _query(at, name: str) -> str:
+    v = at.query_params[name]
+    return v[-1] if isinstance(v, list) else v
+
+
+def _findings(at):
+    return next(d.value for d in at.dataframe if d.value.index.name == "layer")
 
 
 def test_default_view() -> None:
@@ -31,6 +43,9 @@ def test_default_view() -> None:
     assert findings.loc["bn1", "needless bias"] == "YES"
     assert "optimizer = torch.optim.AdamW" in texts(at)
     assert not at.warning and not at.error
+    # the page's own parameters are in the URL from the first run: a copied link is complete
+    for name, p in PARAMS.items():
+        assert _query(at, name) == p.format(p.default), name
 
 
 @pytest.mark.parametrize(
@@ -47,9 +62,9 @@ def test_default_view() -> None:
 )
 def test_guide_answers(arch: str, batch: int, constraints: list[str], label: str) -> None:
     at = run_app("choose")
-    at.radio(key="ch_arch").set_value(arch)
-    at.number_input(key="ch_batch").set_value(batch)
-    at.button_group(key="ch_constraints").set_value(constraints)
+    at.radio(key="arch").set_value(arch)
+    at.number_input(key="per_device").set_value(batch)
+    at.button_group(key="constraints").set_value(constraints)
     at.run()
     assert_clean(at)
     assert f"**Use {label}**" in _advice(at)
@@ -57,15 +72,22 @@ def test_guide_answers(arch: str, batch: int, constraints: list[str], label: str
     page = texts(at)
     for line in (*rec.reasons, *rec.pitfalls):
         assert line in page, line
+    # the answers are in the URL: the same link gives the same advice
+    assert _query(at, "arch") == arch and _query(at, "per_device") == str(batch)
+    assert _query(at, "constraints") == ",".join(constraints)
+    again = run_app("choose", {n: _query(at, n) for n in PARAMS})
+    assert not again.warning
+    assert _advice(again) == _advice(at)
 
 
 @pytest.mark.parametrize("key", list(audit.ZOO))
 def test_every_zoo_model_is_audited(key: str) -> None:
     at = run_app("choose")
-    at.selectbox(key="ch_model").set_value(key).run()
+    at.selectbox(key="model").set_value(key).run()
     assert_clean(at)
+    assert _query(at, "model") == key
     report = audit.audit_zoo_model(key)
-    findings = next(d.value for d in at.dataframe if d.value.index.name == "layer")
+    findings = _findings(at)
     assert list(findings.index) == [f.name for f in report.findings]
     assert list(findings["placement"]) == [f.placement for f in report.findings]
     checklist = at.table[0].value
@@ -74,8 +96,9 @@ def test_every_zoo_model_is_audited(key: str) -> None:
 
 def test_the_sample_file_is_audited() -> None:
     at = run_app("choose")
-    at.toggle(key="ch_use_sample").set_value(True).run()
+    at.toggle(key="use_sample").set_value(True).run()
     assert_clean(at)
+    assert _query(at, "use_sample") == "1"
     saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
     assert list(saved.index) == ["bn1", "bn2"]
     assert saved.loc["bn1", "notes"] == "updated in 3 training step(s)"
@@ -110,6 +133,57 @@ def test_uploads(name: str, data: bytes, expect: str) -> None:
     assert expect in texts(at) + " ".join(
         str(d.value.index.tolist()) for d in at.dataframe if d.value.index.name == "module"
     )
+
+
+def test_a_link_reproduces_the_guide_and_the_audits() -> None:
+    link = {
+        "arch": "cnn",
+        "per_device": "64",
+        "constraints": "same,shift",
+        "model": "unet",
+        "use_sample": "1",
+    }
+    at = run_app("choose", link)
+    assert_clean(at)
+    assert not at.warning
+    assert "**Use GroupNorm**" in _advice(at)  # a CNN at 64 per device, but train = inference
+    assert at.radio(key="arch").value == "cnn"
+    assert list(at.button_group(key="constraints").value) == ["same", "shift"]
+    report = audit.audit_zoo_model("unet")
+    assert list(_findings(at).index) == [f.name for f in report.findings]
+    saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
+    assert list(saved.index) == ["bn1", "bn2"]  # the sample file's audit is open
+    assert {n: _query(at, n) for n in link} == link
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        # every value of a full link refused: not a choice, out of range, wrong type
+        {
+            "arch": "quantum",
+            "per_device": "65537",
+            "constraints": "online,teleport",
+            "model": "vgg",
+            "use_sample": "maybe",
+        },
+        # a link that sets a few: the bad ones named, the missing ones listed
+        {"per_device": "2.5", "constraints": "same,,shift"},
+    ],
+)
+def test_bad_page_parameters_fall_back_with_a_warning(bad: dict[str, str]) -> None:
+    at = run_app("choose", bad)
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    for name, value in bad.items():
+        assert f"`{name}={value}` is not valid" in warned, warned
+        assert _query(at, name) == PARAMS[name].format(PARAMS[name].default)
+    missing = [n for n in PARAMS if n not in bad]
+    if missing:
+        assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
+    assert "**Use LayerNorm**" in _advice(at)  # the defaults: a transformer, 32 per device
+    assert _findings(at).loc["bn1", "needless bias"] == "YES"  # the first model: ResNet
+    assert not any(d.value.index.name == "module" for d in at.dataframe)  # no sample audit
 
 
 @pytest.mark.parametrize(

@@ -25,9 +25,10 @@ from streamlit.testing.v1 import AppTest
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, normalize, stats
 from normviz.data import GENERATORS, generate, sample_scales
 from normviz.figures import distributions as figs
-from normviz.settings import max_elements
+from normviz.settings import PAGE_PARAMS, max_elements
 
 PAGE = "distributions"
+PARAMS = {p.name: p for p in PAGE_PARAMS[PAGE]}
 FIG_BUDGET = 1_000_000  # bytes of JSON per figure
 
 
@@ -38,6 +39,24 @@ def charts(at: AppTest) -> list[dict]:
 
 def chart_titles(at: AppTest) -> list[str]:
     return [c["layout"]["title"]["text"] for c in charts(at)]
+
+
+def affine_targets(at: AppTest) -> tuple[list[float], list[float]]:
+    """The γ_c and β_c the γ/β figure draws, one per channel."""
+    fig = next(c for c in charts(at) if c["layout"]["title"]["text"].endswith("with γ and β"))
+    lines = {t.get("name"): t for t in fig["data"]}
+    return (plotly_array(lines["γ"]["y"]).tolist(), plotly_array(lines["β"]["y"]).tolist())
+
+
+def eps_note(at: AppTest) -> str:
+    """The ε figure's note on ε = 0 (whether its data has constant groups)."""
+    fig = next(c for c in charts(at) if "ε shrinks" in c["layout"]["title"]["text"])
+    return next(a["text"] for a in fig["layout"]["annotations"] if a["text"].startswith("ε = 0"))
+
+
+def query_value(at: AppTest, name: str) -> str:
+    v = at.query_params[name]
+    return v[-1] if isinstance(v, list) else v
 
 
 # ---- default view and every option ----------------------------------------------------
@@ -67,6 +86,9 @@ def test_default_view() -> None:
     assert len(at.get("download_button")) == 2
     body = texts(at)
     assert GENERATORS["channels"].label in body and "seed 0" in body
+    # the page's own parameters are in the URL from the first run: a copied link is complete
+    for name, p in PARAMS.items():
+        assert query_value(at, name) == p.format(p.default), name
 
 
 METHOD_KEYS = [*STANDARD_METHODS, "custom"]
@@ -98,18 +120,63 @@ def test_nchw_layout(method: str) -> None:
     assert list(table.columns[: len(kept.get(method, ["N", "G"]))]) == kept.get(method, ["N", "G"])
 
 
-def test_widgets_rerun_cleanly() -> None:
+def test_widgets_rerun_cleanly_and_write_the_url() -> None:
     at = run_app(PAGE)
-    at.radio(key="dist_affine_kind").set_value("per-channel").run()
-    at.slider(key="dist_gamma").set_value(3.5).run()
-    at.slider(key="dist_beta").set_value(-2.0).run()
+    at.radio(key="affine").set_value("per-channel").run()
+    at.slider(key="gamma").set_value(3.5).run()
+    at.slider(key="beta").set_value(-2.0).run()
     assert_clean(at)
-    affine = next(c for c in charts(at) if c["layout"]["title"]["text"].endswith("with γ and β"))
-    gammas = next(t for t in affine["data"] if t.get("name") == "γ")
-    assert gammas  # the γ line of the per-channel panel
-    at.radio(key="dist_eps_data").set_value("current").run()
+    gammas, betas = affine_targets(at)
+    assert gammas == pytest.approx(np.linspace(1.75, 5.25, 8))  # 0.5γ … 1.5γ
+    assert betas == pytest.approx(np.linspace(-3.0, -1.0, 8))  # β − 1 … β + 1
+    assert [query_value(at, n) for n in ("affine", "gamma", "beta")] == ["per-channel", "3.5", "-2"]
+    assert "constant group(s) give 0/0" in eps_note(at)
+    at.radio(key="edata").set_value("current").run()
     assert_clean(at)
-    assert any("ε shrinks" in t for t in chart_titles(at))
+    assert eps_note(at) == "ε = 0: no constant group here, so no NaN"
+    assert query_value(at, "edata") == "current"
+
+
+def test_a_link_reproduces_gamma_beta_and_the_eps_data() -> None:
+    link = {"affine": "per-channel", "gamma": "0.5", "beta": "2.5", "edata": "current"}
+    at = run_app(PAGE, link)
+    assert_clean(at)
+    assert not at.warning
+    assert "Per-channel: γ_c runs from 0.5γ to 1.5γ" in texts(at)
+    gammas, betas = affine_targets(at)
+    assert gammas == pytest.approx(np.linspace(0.25, 0.75, 8))
+    assert betas == pytest.approx(np.linspace(1.5, 3.5, 8))
+    assert eps_note(at) == "ε = 0: no constant group here, so no NaN"
+    assert {n: query_value(at, n) for n in link} == link  # and it stays in the URL
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        # every value refused: out of range, wrong type, not a choice
+        (
+            {"affine": "diagonal", "gamma": "5.5", "beta": "nan", "edata": "zeros"},
+            {"affine": "diagonal", "gamma": "5.5", "beta": "nan", "edata": "zeros"},
+        ),
+        # a link that sets some: bad ones named, the missing ones listed, all at defaults
+        ({"gamma": "0", "beta": "abc"}, {"gamma": "0", "beta": "abc"}),
+    ],
+)
+def test_bad_page_parameters_fall_back_with_a_warning(
+    query: dict[str, str], named: dict[str, str]
+) -> None:
+    at = run_app(PAGE, query)
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    for name, value in named.items():
+        assert f"`{name}={value}` is not valid" in warned, warned
+        assert query_value(at, name) == PARAMS[name].format(PARAMS[name].default)
+    missing = [n for n in PARAMS if n not in query]
+    if missing:
+        assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
+    # the view is the default one: scalar γ = 2, β = 1 on every channel, constant ε data
+    assert affine_targets(at) == ([2.0] * 8, [1.0] * 8)
+    assert "constant group(s) give 0/0" in eps_note(at)
 
 
 def test_eps_zero_shows_nan_not_a_crash() -> None:
@@ -310,8 +377,15 @@ def test_distributions_in_browser(page, server) -> None:
     assert_no_exception(page)
     assert page.get_by_text("Before and after: LayerNorm").count() == 1
     assert page.locator(".js-plotly-plot").count() >= 4
-    # the γ/β radio reruns its fragment
+    # the γ/β controls rerun their fragment, which writes the URL (no full rerun)
     page.get_by_text("per-channel", exact=True).click()
+    page.wait_for_url("**affine=per-channel**")
+    wait_done(page)
+    assert_no_exception(page)
+    gamma = page.get_by_role("slider", name="γ")  # (exact=True misses this name)
+    gamma.focus()
+    gamma.press("ArrowRight")
+    page.wait_for_url("**gamma=2.1**")
     wait_done(page)
     assert_no_exception(page)
     # upload a tensor through the real widget

@@ -23,3 +23,22 @@ def test_first_request_to_a_page_gets_the_app_shell(browser) -> None:
         assert p.title().startswith("normviz")
         assert "B=3" in p.url and f"/{path}" in p.url
         ctx.close()
+
+
+def test_deployment_config_hides_errors_and_turns_magic_off() -> None:
+    """.streamlit/config.toml is what the server and AppTest read (run from the repo root)."""
+    import tomllib
+    from pathlib import Path
+
+    from streamlit import config
+
+    from normviz import io
+
+    conf = tomllib.loads((Path(__file__).parent.parent / ".streamlit/config.toml").read_text())
+    assert conf["client"]["showErrorDetails"] == "none"  # no traceback for a student
+    assert io.upload_limit_bytes() == conf["server"]["maxUploadSize"] * 2**20
+    # no ast-based compile of pages (a thread race in CPython < 3.11.8), and Streamlit
+    # really reads this file: the options it runs with are the file's
+    assert conf["runner"]["magicEnabled"] is False
+    assert config.get_option("runner.magicEnabled") is False
+    assert config.get_option("client.showErrorDetails") == "none"

@@ -63,7 +63,10 @@ def _junk(p: Param) -> st.SearchStrategy[str]:
         TEXT.map(lambda t: "🙂" + t),
     ]
     d = p.default
-    if isinstance(d, bool):
+    if p.multi:  # a comma list of choices, empty for none: blank text is a usable value
+        always = [a.filter(lambda v: v.strip() != "") for a in always]
+        extra = [st.sampled_from(["batchnorm", "online,,same", ",", "online;same", "SHIFT"])]
+    elif isinstance(d, bool):
         extra = [st.sampled_from(["2", "-1", "maybe", "tru", "1.0"])]
     elif p.choices is not None:
         extra = [st.sampled_from(["batchnorm", "NHWC", "btc ", "1e-7", "0.5", "<script>"])]
@@ -89,6 +92,9 @@ def _good(p: Param) -> st.SearchStrategy[str]:
     d = p.default
     if isinstance(d, bool):
         return st.sampled_from(["1", "0", "true", "false", "on", "off", "YES"])
+    if p.multi:  # any subset, in any order, spaces allowed after the commas
+        subset = st.lists(st.sampled_from([str(c) for c in p.choices or ()]), unique=True)
+        return st.tuples(subset, st.sampled_from([",", ", "])).map(lambda t: t[1].join(t[0]))
     if p.choices is not None:
         return st.sampled_from([p.format(c) for c in p.choices])
     if isinstance(d, int):
@@ -105,6 +111,11 @@ def _raw(p: Param) -> st.SearchStrategy[Raw]:
         one,
         st.tuples(_junk(p), one).map(lambda t: Raw([t[0], str(t[1].value)], t[1].usable)),
     )
+
+
+def _last(value: str | list[str]) -> str:
+    """The value that counts: the last one of a repeated parameter."""
+    return value[-1] if isinstance(value, list) else value
 
 
 def _axes_raw(layout: str) -> st.SearchStrategy[Raw]:
@@ -140,6 +151,14 @@ def queries(draw: st.DrawFn, page: str) -> tuple[dict[str, str | list[str]], dic
         judged[name] = draw(_raw(p), label=name)
     if draw(st.booleans(), label="axes given"):
         judged["axes"] = draw(_axes_raw(layout), label="axes")
+    # the Axis Explorer's selected cell must lie inside the tensor the link describes
+    for a in LAYOUTS[layout].axes:
+        cell = judged.get(f"cell_{a.lower()}")
+        if page == "axes" and cell is not None and cell.usable:
+            size = judged.get(a)
+            n = _last(size.value) if size and size.usable else str(LAYOUTS[layout].defaults[a])
+            if int(float(_last(cell.value))) >= int(float(n)):
+                judged[f"cell_{a.lower()}"] = Raw(cell.value, False)
     query: dict[str, str | list[str]] = {k: r.value for k, r in judged.items()}
     # unknown keys (another page's parameters count as unknown here)
     known = set(SHARED) | set(page_params) | RESERVED

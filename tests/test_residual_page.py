@@ -8,10 +8,19 @@ import pytest
 from conftest import assert_clean, assert_no_exception, run_app, screenshot, texts, wait_done
 
 from normviz import residual as rs
+from normviz.settings import PAGE_PARAMS
+
+PARAMS = {p.name: p for p in PAGE_PARAMS["residual"]}
+DEFAULT_TITLE = "24 blocks, width 32, LayerNorm: median of 3 seed(s)"
 
 
 def _titles(at) -> list[str]:
     return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+
+def _query(at, name: str) -> str:
+    v = at.query_params[name]
+    return v[-1] if isinstance(v, list) else v
 
 
 def test_default_view() -> None:
@@ -27,57 +36,88 @@ def test_default_view() -> None:
     assert len(specs) == 1  # training waits for the button
     names = {t.get("name") for t in specs[0]["data"]}
     assert set(rs.PLACEMENT_LABELS.values()) <= names
-    assert "24 blocks" in specs[0]["layout"]["title"]["text"]
+    assert specs[0]["layout"]["title"]["text"].startswith(DEFAULT_TITLE)
     assert any("Press **Train**" in i.value for i in at.info)
     assert not at.warning
+    # both sections' settings are in the URL from the first run: a copied link is complete
+    for name, p in PARAMS.items():
+        assert _query(at, name) == p.format(p.default), name
 
 
 def test_depth_64_one_seed_and_every_option() -> None:
     at = run_app("residual")
-    at.slider(key="res_depth").set_value(64)
-    at.slider(key="res_seeds").set_value(1)
-    at.select_slider(key="res_width").set_value(16)
+    at.slider(key="depth").set_value(64)
+    at.slider(key="n_seeds").set_value(1)
+    at.select_slider(key="width").set_value(16)
     at.run()
     assert_clean(at)
     assert "64 blocks, width 16" in _titles(at)[0]
     assert "median of 1 seed(s)" in _titles(at)[0]
     assert "after 64 blocks" in texts(at)
-    at.slider(key="res_depth").set_value(6)
-    at.radio(key="res_norm").set_value("rms")
-    at.radio(key="res_block").set_value("mixer")
+    assert [_query(at, n) for n in ("depth", "n_seeds", "width")] == ["64", "1", "16"]
+    at.slider(key="depth").set_value(6)
+    at.radio(key="norm").set_value("rms")
+    at.radio(key="block").set_value("mixer")
     at.run()
     assert_clean(at)
     assert "RMSNorm" in _titles(at)[0] and "6 blocks" in _titles(at)[0]
+    assert [_query(at, n) for n in ("depth", "norm", "block")] == ["6", "rms", "mixer"]
+
+
+def test_a_link_reproduces_both_sections() -> None:
+    link = {
+        **{n: p.format(p.default) for n, p in PARAMS.items()},
+        **{"depth": "6", "n_seeds": "1", "width": "16", "norm": "rms", "block": "mixer"},
+        **{"tr_depth": "6", "tr_width": "16", "tr_norm": "rms", "tr_steps": "20", "lr": "0.1"},
+    }
+    at = run_app("residual", link)
+    assert_clean(at)
+    assert not at.warning
+    assert _titles(at)[0].startswith("6 blocks, width 16, RMSNorm: median of 1 seed(s)")
+    assert at.slider(key="tr_depth").value == 6 and at.select_slider(key="lr").value == 0.1
+    # training still waits for the button; then it runs the link's settings
+    at.button(key="res_tr_go").click().run()
+    assert_clean(at)
+    assert "Training 6 blocks at learning rate 0.1" in _titles(at)[1]
+    assert "Showing the last run" not in texts(at)
+    assert {n: _query(at, n) for n in link} == link
 
 
 def test_training_runs_on_request_and_keeps_its_result() -> None:
     at = run_app("residual")
-    at.slider(key="res_tr_depth").set_value(6)
-    at.slider(key="res_tr_steps").set_value(20)
-    at.select_slider(key="res_tr_lr").set_value(0.1)
-    at.select_slider(key="res_tr_width").set_value(16)
+    at.slider(key="tr_depth").set_value(6)
+    at.slider(key="tr_steps").set_value(20)
+    at.select_slider(key="lr").set_value(0.1)
+    at.select_slider(key="tr_width").set_value(16)
     at.button(key="res_tr_go").click()
     at.run()
     assert_clean(at)
+    assert [_query(at, n) for n in ("tr_depth", "tr_steps", "lr", "tr_width")] == [
+        "6",
+        "20",
+        "0.1",
+        "16",
+    ]
     outcomes = [m.value for m in at.markdown if m.value.startswith("- **")]
     assert [o.split("**")[1] for o in outcomes] == list(rs.PLACEMENT_LABELS.values())
     assert any("diverged at step" in o for o in outcomes), outcomes
     titles = _titles(at)
     assert any("learning rate 0.1" in t and "6 blocks" in t for t in titles), titles
     # a changed setting keeps showing the last run until Train is pressed again
-    at.select_slider(key="res_tr_lr").set_value(0.001).run()
+    at.select_slider(key="lr").set_value(0.001).run()
     assert_clean(at)
     assert "Showing the last run" in texts(at)
     assert any("learning rate 0.1" in t for t in _titles(at))
+    assert _query(at, "lr") == "0.001"
 
 
 @pytest.mark.parametrize(
     "query",
     [
-        {"depth": "-1", "res_depth": "999"},
+        {"res_depth": "999"},
         {"layout": "<script>alert(1)</script>", "B": "1e400"},
         {"method": "rms", "eps": "nan", "seed": "-5"},
-        {"lr": "1e9", "steps": "abc", "placement": "middle"},
+        {"steps": "abc", "placement": "middle"},
     ],
 )
 def test_hostile_urls_do_not_break_the_page(query: dict[str, str]) -> None:
@@ -85,6 +125,41 @@ def test_hostile_urls_do_not_break_the_page(query: dict[str, str]) -> None:
     assert_clean(at)
     assert at.warning  # a bad or unknown value is reported, never silently used
     assert len(at.get("plotly_chart")) == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        # every value of a full link refused: out of range, wrong type, not a choice
+        {
+            "depth": "65",
+            "n_seeds": "1.5",
+            "width": "48",
+            "norm": "batch",
+            "block": "conv",
+            "tr_depth": "0",
+            "tr_steps": "201",
+            "lr": "1e9",
+            "tr_width": "abc",
+            "tr_norm": "",
+            "tr_block": "<b>",
+        },
+        # a link that sets a few: the bad ones named, the missing ones listed
+        {"depth": "-1", "lr": "0.5"},
+    ],
+)
+def test_bad_page_parameters_fall_back_with_a_warning(bad: dict[str, str]) -> None:
+    at = run_app("residual", bad)
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    for name, value in bad.items():
+        assert f"`{name}={value}` is not valid" in warned, warned
+        assert at.session_state[name] == PARAMS[name].default
+        assert _query(at, name) == PARAMS[name].format(PARAMS[name].default)
+    missing = [n for n in PARAMS if n not in bad]
+    if missing:
+        assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
+    assert _titles(at)[0].startswith(DEFAULT_TITLE)  # the default view
 
 
 @pytest.mark.browser

@@ -121,3 +121,70 @@ def test_any_query_gives_settings(query) -> None:
     assert all(1 <= v <= ns.SIZE_LIMITS[a] for a, v in s.sizes.items())
     assert s.eps in ns.EPS_CHOICES
     assert all(isinstance(w, str) for w in warnings)
+
+
+# ---- page parameters ------------------------------------------------------------------
+
+PAGE_NAMES = [p.name for params in ns.PAGE_PARAMS.values() for p in params]
+
+
+def test_page_parameter_names_are_unique_short_and_apart_from_the_shared_ones() -> None:
+    assert len(PAGE_NAMES) == len(set(PAGE_NAMES))
+    assert not set(PAGE_NAMES) & {*ns.SHARED, "presenter"}
+    added = [
+        p.name
+        for page in ("distributions", "residual", "choose", "axes")
+        for p in ns.PAGE_PARAMS[page]
+    ]
+    for name in added:
+        assert name == name.lower() and len(name) <= 12 and name.isidentifier(), name
+    # no name starts another one (warnings quote "`name=..."; tests look for "`name")
+    every = sorted({*PAGE_NAMES, *ns.SHARED})
+    for a in every:
+        assert not [b for b in every if b != a and b.startswith(a)], a
+
+
+def test_page_parameter_choices_are_the_widgets_options() -> None:
+    from normviz import audit, guide
+    from normviz import residual as rs
+
+    params = {p.name: p for params in ns.PAGE_PARAMS.values() for p in params}
+    assert params["arch"].choices == tuple(guide.ARCHITECTURES)
+    assert params["constraints"].choices == tuple(guide.CONSTRAINTS)
+    assert params["per_device"].hi == guide.MAX_BATCH
+    assert params["model"].choices == tuple(audit.ZOO)
+    for prefix in ("", "tr_"):
+        assert params[f"{prefix}norm"].choices == rs.NORMS
+        assert params[f"{prefix}block"].choices == tuple(rs.BLOCKS)
+    for a, limit in ns.SIZE_LIMITS.items():  # a cell index runs to the largest size − 1
+        assert (params[f"cell_{a.lower()}"].lo, params[f"cell_{a.lower()}"].hi) == (0, limit - 1)
+    for p in params.values():  # every default is a value its own parser accepts
+        assert p.parse(p.format(p.default)) == p.default, p.name
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("", ()),
+        ("  ", ()),
+        ("shift", ("shift",)),
+        ("cost, online", ("online", "cost")),  # in the widget's order
+        ("same,same", ("same",)),
+    ],
+)
+def test_a_multi_choice_parameter_reads_comma_lists(raw: str, value: tuple) -> None:
+    (p,) = (p for p in ns.PAGE_PARAMS["choose"] if p.name == "constraints")
+    assert p.parse(raw) == value
+    assert p.parse(p.format(value)) == value
+
+
+@pytest.mark.parametrize("raw", ["online,,same", "teleport", "online,Same", ",", "[]"])
+def test_a_multi_choice_parameter_refuses_what_is_not_a_choice(raw: str) -> None:
+    (p,) = (p for p in ns.PAGE_PARAMS["choose"] if p.name == "constraints")
+    with pytest.raises(ValueError, match="expected a comma list of online, same"):
+        p.parse(raw)
+    values, warnings = ns.read({"constraints": raw}, [p])
+    assert values == {"constraints": ()}
+    (warning,) = warnings
+    assert warning.startswith(f"`constraints={raw}` is not valid (expected a comma list of")
+    assert warning.endswith("using the default (none).")  # an empty default, said so
