@@ -284,11 +284,6 @@ st.markdown(
 fresh = [k for k in _cell_keys(s.layout) if k not in st.session_state]
 state.page_params(PAGE)
 _check_linked_cell(s, fresh)
-# Every page parameter goes into the URL, also those no widget shows now (the other
-# layout's cell, split_hw under BTC): a copied link then sets all of them, which the
-# link reader expects of a link that sets any.
-for p in ns.PAGE_PARAMS[PAGE]:
-    st.query_params[p.name] = p.format(st.session_state[p.name])
 if state.require(s):
     explorer(s)
     contract_section(s)

@@ -204,17 +204,6 @@ def _on_convention() -> None:
         st.session_state[RULE_KEY] = new
 
 
-def _keep_page_params() -> None:
-    """Keep every page parameter alive and in the URL, also the ones of closed tabs.
-
-    A widget that is not drawn in a run loses its session value; re-assigning the
-    value keeps it, and writing all of them makes a copied link complete.
-    """
-    for p in ns.PAGE_PARAMS[PAGE]:
-        st.session_state[p.name] = st.session_state[p.name]
-        st.query_params[p.name] = p.format(st.session_state[p.name])
-
-
 # ---- the controls -------------------------------------------------------------------------
 
 
@@ -690,7 +679,6 @@ st.markdown(
     "visible, with every number equal to what torch's own BatchNorm computes."
 )
 params = state.page_params(PAGE)
-_keep_page_params()
 settings = state.settings()
 lab = controls(settings)
 try:

@@ -218,7 +218,8 @@ def input_tensor(s: ns.Settings) -> torch.Tensor:
 
 
 def page_params(page: str) -> dict[str, Any]:
-    """Seed this page's own widget keys from the URL on first use; show what fell back."""
+    """This page's own widget values: seeded from the URL on first use (with a warning
+    for each value that fell back), kept alive and written to the URL on every run."""
     ensure_entrypoint()
     params = ns.PAGE_PARAMS.get(page, ())
     missing = [p for p in params if p.name not in st.session_state]
@@ -230,6 +231,12 @@ def page_params(page: str) -> dict[str, Any]:
             st.session_state[k] = v
         for w in warnings:
             st.warning(w, icon=":material/warning:")
+    for p in params:
+        # Keep every value alive (a widget that is not drawn in a run, in a closed tab
+        # or for the other layout, loses its value) and in the URL: a copied link then
+        # sets all of the page's parameters, as the link reader expects of a link.
+        st.session_state[p.name] = st.session_state[p.name]
+        st.query_params[p.name] = p.format(st.session_state[p.name])
     return {p.name: st.session_state[p.name] for p in params}
 
 
