@@ -46,8 +46,18 @@ pio.templates["normviz"] = go.layout.Template(
         "paper_bgcolor": "white",
         "plot_bgcolor": "white",
         "colorway": list(PALETTE),
-        "xaxis": {"gridcolor": GRID, "zerolinecolor": GRID, "linecolor": "#444", "ticks": ""},
-        "yaxis": {"gridcolor": GRID, "zerolinecolor": GRID, "linecolor": "#444", "ticks": ""},
+        # automargin: plotly's own templates turn it on; without it the compact
+        # margins of apply() cut off tick labels and put axis titles over them
+        **{
+            axis: {
+                "gridcolor": GRID,
+                "zerolinecolor": GRID,
+                "linecolor": "#444",
+                "ticks": "",
+                "automargin": True,
+            }
+            for axis in ("xaxis", "yaxis")
+        },
         "hoverlabel": {"font": {"family": FONT_FAMILY}},
     }
 )

@@ -413,3 +413,13 @@ def test_distributions_in_browser(page, server) -> None:
     page.locator(".js-plotly-plot").first.scroll_into_view_if_needed()
     page.wait_for_timeout(300)
     screenshot(page, PAGE)
+
+
+def test_axes_make_room_for_their_tick_labels() -> None:
+    """The house template turns on automargin: with apply()'s compact margins, tick
+    labels were cut off and axis titles drawn over them without it (seen in Chromium)."""
+    x = generate("channels", "BTC", (4, 6, 8), 0)
+    fig = figs.make_before_after_figure(stats.histogram(x), stats.histogram(x), "batch")
+    spec = json.loads(fig.to_json())
+    axes = spec["layout"]["template"]["layout"]
+    assert axes["xaxis"]["automargin"] is True and axes["yaxis"]["automargin"] is True
