@@ -10,27 +10,18 @@ import os
 # Set before torch loads here and inherited by the app servers the tests start.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, share_components
 from benchmarks.common import serve as bench_serve
-from benchmarks.common import share_components
+from normviz.settings import PAGE_PARAMS
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("NORMVIZ_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 SHOTS = ROOT / "assets" / "screenshots"
 
 
@@ -78,6 +69,26 @@ def texts(at: AppTest) -> str:
 
 
 # ---- real browser -------------------------------------------------------------------
+
+
+def url_value(at: AppTest, name: str) -> str:
+    """The query-string value `name` that the last run wrote."""
+    v = at.query_params[name]
+    return v[-1] if isinstance(v, list) else v
+
+
+def assert_refused(at: AppTest, page: str, refused: dict[str, str], sent: Iterable[str]) -> None:
+    """Each refused page parameter is named in a warning and back at its default, in the
+    session and in the URL; a link that set only some of them lists the missing ones."""
+    params = {p.name: p for p in PAGE_PARAMS[page]}
+    warned = "\n".join(w.value for w in at.warning)
+    for name, value in refused.items():
+        assert f"`{name}={value}` is not valid" in warned, warned
+        assert at.session_state[name] == params[name].default
+        assert url_value(at, name) == params[name].format(params[name].default)
+    missing = [n for n in params if n not in sent]
+    if missing:
+        assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
 
 
 def plotly_array(arr) -> np.ndarray:

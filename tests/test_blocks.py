@@ -237,7 +237,8 @@ def test_thumbnails_highlight_the_corner_cells_group(layout: str) -> None:
         ids = group_ids(m, layout, shape, _groups(m))
         np.testing.assert_array_equal(in_group, ids[tuple(idx.T)] == ids[(0,) * len(shape)])
         drawn = _trace(fig, f"{m}-group")
-        assert np.isnan(np.asarray(drawn.x, dtype=float)).sum() == in_group.sum() > 0  # one quad each
+        # one NaN closes each quad of the group
+        assert np.isnan(np.asarray(drawn.x, dtype=float)).sum() == in_group.sum() > 0
         assert drawn.fillcolor == style.METHOD_COLOURS[m]
         # every visible cell of the group is drawn: the group through the corner lies on
         # the visible faces, so its visible part is its cells with an index 0 somewhere

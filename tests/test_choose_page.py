@@ -7,7 +7,16 @@ import pickle
 
 import pytest
 import torch
-from conftest import assert_clean, assert_no_exception, open_app, run_app, screenshot, texts
+from conftest import (
+    assert_clean,
+    assert_no_exception,
+    assert_refused,
+    open_app,
+    run_app,
+    screenshot,
+    texts,
+    url_value,
+)
 
 from normviz import METHODS, audit, guide
 from normviz.settings import PAGE_PARAMS
@@ -17,11 +26,6 @@ PARAMS = {p.name: p for p in PAGE_PARAMS["choose"]}
 
 def _advice(at) -> str:
     return " ".join(s.value for s in at.success)
-
-
-def _query(at, name: str) -> str:
-    v = at.query_params[name]
-    return v[-1] if isinstance(v, list) else v
 
 
 def _findings(at):
@@ -45,7 +49,7 @@ def test_default_view() -> None:
     assert not at.warning and not at.error
     # the page's own parameters are in the URL from the first run: a copied link is complete
     for name, p in PARAMS.items():
-        assert _query(at, name) == p.format(p.default), name
+        assert url_value(at, name) == p.format(p.default), name
 
 
 @pytest.mark.parametrize(
@@ -73,9 +77,9 @@ def test_guide_answers(arch: str, batch: int, constraints: list[str], label: str
     for line in (*rec.reasons, *rec.pitfalls):
         assert line in page, line
     # the answers are in the URL: the same link gives the same advice
-    assert _query(at, "arch") == arch and _query(at, "per_device") == str(batch)
-    assert _query(at, "constraints") == ",".join(constraints)
-    again = run_app("choose", {n: _query(at, n) for n in PARAMS})
+    assert url_value(at, "arch") == arch and url_value(at, "per_device") == str(batch)
+    assert url_value(at, "constraints") == ",".join(constraints)
+    again = run_app("choose", {n: url_value(at, n) for n in PARAMS})
     assert not again.warning
     assert _advice(again) == _advice(at)
 
@@ -85,7 +89,7 @@ def test_every_zoo_model_is_audited(key: str) -> None:
     at = run_app("choose")
     at.selectbox(key="model").set_value(key).run()
     assert_clean(at)
-    assert _query(at, "model") == key
+    assert url_value(at, "model") == key
     report = audit.audit_zoo_model(key)
     findings = _findings(at)
     assert list(findings.index) == [f.name for f in report.findings]
@@ -98,7 +102,7 @@ def test_the_sample_file_is_audited() -> None:
     at = run_app("choose")
     at.toggle(key="use_sample").set_value(True).run()
     assert_clean(at)
-    assert _query(at, "use_sample") == "1"
+    assert url_value(at, "use_sample") == "1"
     saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
     assert list(saved.index) == ["bn1", "bn2"]
     assert saved.loc["bn1", "notes"] == "updated in 3 training step(s)"
@@ -153,7 +157,7 @@ def test_a_link_reproduces_the_guide_and_the_audits() -> None:
     assert list(_findings(at).index) == [f.name for f in report.findings]
     saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
     assert list(saved.index) == ["bn1", "bn2"]  # the sample file's audit is open
-    assert {n: _query(at, n) for n in link} == link
+    assert {n: url_value(at, n) for n in link} == link
 
 
 @pytest.mark.parametrize(
@@ -174,13 +178,7 @@ def test_a_link_reproduces_the_guide_and_the_audits() -> None:
 def test_bad_page_parameters_fall_back_with_a_warning(bad: dict[str, str]) -> None:
     at = run_app("choose", bad)
     assert_clean(at)
-    warned = "\n".join(w.value for w in at.warning)
-    for name, value in bad.items():
-        assert f"`{name}={value}` is not valid" in warned, warned
-        assert _query(at, name) == PARAMS[name].format(PARAMS[name].default)
-    missing = [n for n in PARAMS if n not in bad]
-    if missing:
-        assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
+    assert_refused(at, "choose", bad, bad)
     assert "**Use LayerNorm**" in _advice(at)  # the defaults: a transformer, 32 per device
     assert _findings(at).loc["bn1", "needless bias"] == "YES"  # the first model: ResNet
     assert not any(d.value.index.name == "module" for d in at.dataframe)  # no sample audit

@@ -13,11 +13,13 @@ import torch
 from conftest import (
     assert_clean,
     assert_no_exception,
+    assert_refused,
     open_app,
     plotly_array,
     run_app,
     screenshot,
     texts,
+    url_value,
     wait_done,
 )
 from streamlit.testing.v1 import AppTest
@@ -54,11 +56,6 @@ def eps_note(at: AppTest) -> str:
     return next(a["text"] for a in fig["layout"]["annotations"] if a["text"].startswith("ε = 0"))
 
 
-def query_value(at: AppTest, name: str) -> str:
-    v = at.query_params[name]
-    return v[-1] if isinstance(v, list) else v
-
-
 # ---- default view and every option ----------------------------------------------------
 
 
@@ -88,7 +85,7 @@ def test_default_view() -> None:
     assert GENERATORS["channels"].label in body and "seed 0" in body
     # the page's own parameters are in the URL from the first run: a copied link is complete
     for name, p in PARAMS.items():
-        assert query_value(at, name) == p.format(p.default), name
+        assert url_value(at, name) == p.format(p.default), name
 
 
 METHOD_KEYS = [*STANDARD_METHODS, "custom"]
@@ -129,12 +126,12 @@ def test_widgets_rerun_cleanly_and_write_the_url() -> None:
     gammas, betas = affine_targets(at)
     assert gammas == pytest.approx(np.linspace(1.75, 5.25, 8))  # 0.5γ … 1.5γ
     assert betas == pytest.approx(np.linspace(-3.0, -1.0, 8))  # β − 1 … β + 1
-    assert [query_value(at, n) for n in ("affine", "gamma", "beta")] == ["per-channel", "3.5", "-2"]
+    assert [url_value(at, n) for n in ("affine", "gamma", "beta")] == ["per-channel", "3.5", "-2"]
     assert "constant group(s) give 0/0" in eps_note(at)
     at.radio(key="edata").set_value("current").run()
     assert_clean(at)
     assert eps_note(at) == "ε = 0: no constant group here, so no NaN"
-    assert query_value(at, "edata") == "current"
+    assert url_value(at, "edata") == "current"
 
 
 def test_a_link_reproduces_gamma_beta_and_the_eps_data() -> None:
@@ -147,7 +144,7 @@ def test_a_link_reproduces_gamma_beta_and_the_eps_data() -> None:
     assert gammas == pytest.approx(np.linspace(0.25, 0.75, 8))
     assert betas == pytest.approx(np.linspace(1.5, 3.5, 8))
     assert eps_note(at) == "ε = 0: no constant group here, so no NaN"
-    assert {n: query_value(at, n) for n in link} == link  # and it stays in the URL
+    assert {n: url_value(at, n) for n in link} == link  # and it stays in the URL
 
 
 @pytest.mark.parametrize(
@@ -167,13 +164,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(
 ) -> None:
     at = run_app(PAGE, query)
     assert_clean(at)
-    warned = "\n".join(w.value for w in at.warning)
-    for name, value in named.items():
-        assert f"`{name}={value}` is not valid" in warned, warned
-        assert query_value(at, name) == PARAMS[name].format(PARAMS[name].default)
-    missing = [n for n in PARAMS if n not in query]
-    if missing:
-        assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
+    assert_refused(at, PAGE, named, query)
     # the view is the default one: scalar γ = 2, β = 1 on every channel, constant ε data
     assert affine_targets(at) == ([2.0] * 8, [1.0] * 8)
     assert "constant group(s) give 0/0" in eps_note(at)

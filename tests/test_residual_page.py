@@ -5,7 +5,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import assert_clean, assert_no_exception, run_app, screenshot, texts, wait_done
+from conftest import (
+    assert_clean,
+    assert_no_exception,
+    assert_refused,
+    run_app,
+    screenshot,
+    texts,
+    url_value,
+    wait_done,
+)
 
 from normviz import residual as rs
 from normviz.settings import PAGE_PARAMS
@@ -16,11 +25,6 @@ DEFAULT_TITLE = "24 blocks, width 32, LayerNorm: median of 3 seed(s)"
 
 def _titles(at) -> list[str]:
     return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
-
-
-def _query(at, name: str) -> str:
-    v = at.query_params[name]
-    return v[-1] if isinstance(v, list) else v
 
 
 def test_default_view() -> None:
@@ -41,7 +45,7 @@ def test_default_view() -> None:
     assert not at.warning
     # both sections' settings are in the URL from the first run: a copied link is complete
     for name, p in PARAMS.items():
-        assert _query(at, name) == p.format(p.default), name
+        assert url_value(at, name) == p.format(p.default), name
 
 
 def test_depth_64_one_seed_and_every_option() -> None:
@@ -54,14 +58,14 @@ def test_depth_64_one_seed_and_every_option() -> None:
     assert "64 blocks, width 16" in _titles(at)[0]
     assert "median of 1 seed(s)" in _titles(at)[0]
     assert "after 64 blocks" in texts(at)
-    assert [_query(at, n) for n in ("depth", "n_seeds", "width")] == ["64", "1", "16"]
+    assert [url_value(at, n) for n in ("depth", "n_seeds", "width")] == ["64", "1", "16"]
     at.slider(key="depth").set_value(6)
     at.radio(key="norm").set_value("rms")
     at.radio(key="block").set_value("mixer")
     at.run()
     assert_clean(at)
     assert "RMSNorm" in _titles(at)[0] and "6 blocks" in _titles(at)[0]
-    assert [_query(at, n) for n in ("depth", "norm", "block")] == ["6", "rms", "mixer"]
+    assert [url_value(at, n) for n in ("depth", "norm", "block")] == ["6", "rms", "mixer"]
 
 
 def test_a_link_reproduces_both_sections() -> None:
@@ -80,7 +84,7 @@ def test_a_link_reproduces_both_sections() -> None:
     assert_clean(at)
     assert "Training 6 blocks at learning rate 0.1" in _titles(at)[1]
     assert "Showing the last run" not in texts(at)
-    assert {n: _query(at, n) for n in link} == link
+    assert {n: url_value(at, n) for n in link} == link
 
 
 def test_training_runs_on_request_and_keeps_its_result() -> None:
@@ -92,7 +96,7 @@ def test_training_runs_on_request_and_keeps_its_result() -> None:
     at.button(key="res_tr_go").click()
     at.run()
     assert_clean(at)
-    assert [_query(at, n) for n in ("tr_depth", "tr_steps", "lr", "tr_width")] == [
+    assert [url_value(at, n) for n in ("tr_depth", "tr_steps", "lr", "tr_width")] == [
         "6",
         "20",
         "0.1",
@@ -108,7 +112,7 @@ def test_training_runs_on_request_and_keeps_its_result() -> None:
     assert_clean(at)
     assert "Showing the last run" in texts(at)
     assert any("learning rate 0.1" in t for t in _titles(at))
-    assert _query(at, "lr") == "0.001"
+    assert url_value(at, "lr") == "0.001"
 
 
 @pytest.mark.parametrize(
@@ -151,14 +155,7 @@ def test_hostile_urls_do_not_break_the_page(query: dict[str, str]) -> None:
 def test_bad_page_parameters_fall_back_with_a_warning(bad: dict[str, str]) -> None:
     at = run_app("residual", bad)
     assert_clean(at)
-    warned = "\n".join(w.value for w in at.warning)
-    for name, value in bad.items():
-        assert f"`{name}={value}` is not valid" in warned, warned
-        assert at.session_state[name] == PARAMS[name].default
-        assert _query(at, name) == PARAMS[name].format(PARAMS[name].default)
-    missing = [n for n in PARAMS if n not in bad]
-    if missing:
-        assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
+    assert_refused(at, "residual", bad, bad)
     assert _titles(at)[0].startswith(DEFAULT_TITLE)  # the default view
 
 
