@@ -8,7 +8,7 @@ import streamlit as st
 import torch
 
 import ui.warmup  # noqa: F401  (starts a one-off import in the background)
-from ui import home, state
+from ui import home, route, state
 from ui.pages import available
 
 # One torch thread per request: a classroom's sessions share two cores, and tiny
@@ -33,7 +33,8 @@ page = st.navigation(sections)
 try:
     state.sidebar(page.url_path)
     state.show_warnings()
-    page.run()
+    with route.through_app():
+        page.run()
 except Exception:  # a bug must not show a traceback to a class
     logging.getLogger("normviz").exception("page %s failed", page.url_path)
     st.error(

@@ -25,8 +25,8 @@ from streamlit.testing.v1 import AppTest, local_script_runner
 from streamlit.testing.v1 import app_test as app_test_module
 
 from normviz.layouts import LAYOUTS
-from normviz.settings import SIZE_LIMITS, max_elements
 from ui.pages import available
+from ui.params import SIZE_LIMITS, max_elements
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("NORMVIZ_CHROMIUM", "/usr/bin/chromium")

@@ -48,7 +48,7 @@ from benchmarks.common import (
     serve,
     url_path,
 )
-from normviz.settings import max_elements
+from ui.params import max_elements
 
 RUN_FINISHED_EARLY = 2  # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 

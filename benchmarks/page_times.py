@@ -47,7 +47,7 @@ from benchmarks.common import (
     url_path,
 )
 from normviz import STANDARD_METHODS
-from normviz.settings import max_elements
+from ui.params import max_elements
 
 DEFAULT_TARGET = 0.5  # s, rerun at default settings ("well under": flag from half of it)
 CAP_TARGET = 2.0  # s, first run at the cap

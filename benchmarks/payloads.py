@@ -24,7 +24,7 @@ from benchmarks.common import (
     shape_label,
 )
 from normviz import STANDARD_METHODS
-from normviz.settings import PAGE_PARAMS, max_elements
+from ui.params import PAGE_PARAMS, max_elements
 
 LIMIT = 1_000_000
 

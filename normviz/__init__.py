@@ -9,7 +9,6 @@
 from normviz import io
 from normviz.core import (
     Contract,
-    NormConfigError,
     NormResult,
     contract,
     group_ids,
@@ -17,6 +16,7 @@ from normviz.core import (
     normalize,
     parse_axes,
 )
+from normviz.errors import NormConfigError, Refusal
 from normviz.layouts import LAYOUTS, Layout
 from normviz.methods import METHODS, STANDARD_METHODS, Method
 from normviz.running import RunningStats
@@ -30,6 +30,7 @@ __all__ = [
     "Method",
     "NormConfigError",
     "NormResult",
+    "Refusal",
     "RunningStats",
     "contract",
     "group_ids",

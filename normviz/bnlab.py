@@ -26,9 +26,9 @@ from torch import nn
 from normviz.core import NormConfigError, check_values, contract, normalize
 from normviz.data import generate
 from normviz.layouts import LAYOUTS
+from normviz.limits import max_elements
 from normviz.methods import METHODS
 from normviz.running import RunningStats
-from normviz.settings import max_elements
 
 Progress = Callable[[float], None]
 

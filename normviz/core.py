@@ -16,21 +16,14 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
+from normviz.errors import NormConfigError, Refusal
 from normviz.layouts import LAYOUTS, Layout
 from normviz.methods import METHODS, STANDARD_METHODS, Method
-
-if TYPE_CHECKING:
-    from normviz.running import RunningStats
-
-
-class NormConfigError(ValueError):
-    """An invalid setting; the message says what to change and names the numbers."""
-
+from normviz.running import RunningStats
 
 AxesArg = str | Iterable[str] | None
 
@@ -270,13 +263,13 @@ def check_values(con: Contract, from_input: bool = True) -> None:
     m, lay = con.method_obj, con.layout_obj
     if m.needs_two_in_training and from_input and con.group_size == 1:
         where = "in training " if m.train_eval_differ else ""
-        raise NormConfigError(
+        raise Refusal(
             f"{m.label} {where}needs more than 1 value per {m.stat_noun}: "
             f"{con.size_text()} for shape {lay.shape_text(con.shape)}"
         )
     if m.grouped and math.prod(con.shape) == con.groups:
         # torch's GroupNorm runs BatchNorm's check on (N·C/G, G, rest): mirror its refusal
-        raise NormConfigError(
+        raise Refusal(
             f"GroupNorm needs more than 1 value per group across the whole batch; shape "
             f"{lay.shape_text(con.shape)} with groups={con.groups} has one. Make the "
             "batch or an axis larger"

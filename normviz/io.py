@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from normviz.layouts import LAYOUTS
-from normviz.settings import max_elements
+from normviz.limits import max_elements
 
 FORMATS: dict[str, str] = {
     ".npy": "a NumPy array saved with np.save",

@@ -6,6 +6,8 @@ from typing import Literal
 
 import torch
 
+from normviz.errors import NormConfigError
+
 Convention = Literal["pytorch", "keras"]
 CONVENTIONS: dict[str, str] = {
     "pytorch": "PyTorch: new = (1 − m)·old + m·batch, unbiased batch variance",
@@ -29,8 +31,6 @@ class RunningStats:
         convention: Convention = "pytorch",
         dtype: torch.dtype = torch.float32,
     ) -> None:
-        from normviz.core import NormConfigError
-
         if convention not in CONVENTIONS:
             raise NormConfigError(
                 f"unknown convention {convention!r}: choose one of {', '.join(CONVENTIONS)}"

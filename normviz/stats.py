@@ -19,8 +19,8 @@ import torch
 
 from normviz.core import AxesArg, Contract, NormConfigError, as_tensor, contract, normalize
 from normviz.layouts import LAYOUTS
+from normviz.limits import EPS_CHOICES
 from normviz.methods import METHODS, STANDARD_METHODS
-from normviz.settings import EPS_CHOICES
 
 HIST_BINS = 60
 TABLE_ROWS = 12  # groups listed before the min/max summary

@@ -8,8 +8,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from normviz import LAYOUTS, NormConfigError, codegen, explore
-from normviz import settings as ns
 from normviz.figures import blocks
+from ui import params as ns
 from ui import state
 
 PAGE = "axes"  # the URL path: its own URL parameters are settings.PAGE_PARAMS[PAGE]

@@ -10,8 +10,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from normviz import METHODS, NormConfigError, bnlab, bnmodel
-from normviz import settings as ns
 from normviz.figures import batchnorm as figs
+from ui import params as ns
 from ui import state
 
 PAGE = "batchnorm"

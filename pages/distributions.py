@@ -13,9 +13,9 @@ import streamlit as st
 import torch
 
 from normviz import LAYOUTS, METHODS, NormConfigError, io, normalize, stats
-from normviz import settings as ns
 from normviz.data import GENERATORS, sample_scales
 from normviz.figures import distributions as figs
+from ui import params as ns
 from ui import state
 
 # A generated input is named by its settings, an upload by its bytes' hash: caches key

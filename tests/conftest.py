@@ -19,7 +19,7 @@ from streamlit.testing.v1 import AppTest
 
 from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, share_components
 from benchmarks.common import serve as bench_serve
-from normviz.settings import PAGE_PARAMS
+from ui.params import PAGE_PARAMS, fmt
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "assets" / "screenshots"
@@ -85,7 +85,7 @@ def assert_refused(at: AppTest, page: str, refused: dict[str, str], sent: Iterab
     for name, value in refused.items():
         assert f"`{name}={value}` is not valid" in warned, warned
         assert at.session_state[name] == params[name].default
-        assert url_value(at, name) == params[name].format(params[name].default)
+        assert url_value(at, name) == fmt(params[name].default)
     missing = [n for n in params if n not in sent]
     if missing:
         assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned

@@ -18,7 +18,7 @@ from conftest import (
 )
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, style
-from normviz.settings import PAGE_PARAMS
+from ui.params import PAGE_PARAMS, fmt
 
 MB = 1_000_000
 PARAMS = {p.name: p for p in PAGE_PARAMS["axes"]}
@@ -79,7 +79,7 @@ def test_default_page() -> None:
     # every page parameter is in the URL, also the other layout's cell and split_hw,
     # which BTC draws no widget for: a copied link sets them all
     for name, p in PARAMS.items():
-        assert _url(at, name) == p.format(p.default), name
+        assert _url(at, name) == fmt(p.default), name
 
 
 @pytest.mark.parametrize(
@@ -186,7 +186,7 @@ def test_partition_and_split_views() -> None:
 def test_a_link_reproduces_the_view_and_the_selected_cell() -> None:
     cell = {"cell_n": "3", "cell_c": "5", "cell_h": "2", "cell_w": "1"}
     link = _query("NCHW", "group", groups="3") | {
-        **{n: p.format(p.default) for n, p in PARAMS.items()},
+        **{n: fmt(p.default) for n, p in PARAMS.items()},
         **cell,
         "partition": "1",
         "split_hw": "1",
@@ -223,7 +223,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(
     for name, value in bad.items():
         assert f"`{name}={value}` is not valid" in warned, warned
         assert at.session_state[name] == fallback[name]
-        assert _url(at, name) == PARAMS[name].format(fallback[name])
+        assert _url(at, name) == fmt(fallback[name])
     missing = [n for n in PARAMS if n not in bad]
     assert f"The link does not set {', '.join(f'`{n}`' for n in missing)}" in warned
     assert "The cell **B=0, T=0, C=0** shares" in texts(at)
@@ -231,7 +231,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(
 
 
 def test_a_linked_cell_outside_the_tensor_falls_back_with_a_warning() -> None:
-    link = {n: p.format(p.default) for n, p in PARAMS.items()}
+    link = {n: fmt(p.default) for n, p in PARAMS.items()}
     link |= _query("BTC", "batch", B="2") | {"cell_b": "2", "cell_t": "5", "cell_c": "8"}
     at = run_app("axes", link)
     assert_clean(at)

@@ -15,7 +15,7 @@ from conftest import (
     wait_done,
 )
 
-from normviz.settings import PAGE_PARAMS
+from ui.params import PAGE_PARAMS, fmt
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["batchnorm"]}
 # what each section must show (a phrase of its explanation and of its numbers)
@@ -63,7 +63,7 @@ def test_default_visit() -> None:
     assert fig["layout"]["title"]["text"] == "Running statistics follow the batches"
     # every page parameter is written to the URL, for a complete shared link
     for name, p in PARAMS.items():
-        assert _query(at, name) == p.format(p.default), name
+        assert _query(at, name) == fmt(p.default), name
     # a rerun with nothing changed is served from the caches
     at.run()
     assert_clean(at)
@@ -107,11 +107,11 @@ def test_hostile_url_values_fall_back_with_a_warning(name: str, value: str) -> N
     warned = "\n".join(w.value for w in at.warning)
     assert f"`{name}={value}` is not valid" in warned, warned
     assert at.session_state[name] == PARAMS[name].default
-    assert _query(at, name) == PARAMS[name].format(PARAMS[name].default)
+    assert _query(at, name) == fmt(PARAMS[name].default)
 
 
 def test_a_full_link_is_read() -> None:
-    query = {p.name: p.format(p.default) for p in PARAMS.values()}
+    query = {p.name: fmt(p.default) for p in PARAMS.values()}
     query |= {"batch_size": "32", "convention": "keras", "momentum": "0.99", "sim": "running"}
     at = run_app("batchnorm", query)
     assert_clean(at)

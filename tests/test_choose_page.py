@@ -19,7 +19,7 @@ from conftest import (
 )
 
 from normviz import METHODS, audit, guide
-from normviz.settings import PAGE_PARAMS
+from ui.params import PAGE_PARAMS, fmt
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["choose"]}
 
@@ -49,7 +49,7 @@ def test_default_view() -> None:
     assert not at.warning and not at.error
     # the page's own parameters are in the URL from the first run: a copied link is complete
     for name, p in PARAMS.items():
-        assert url_value(at, name) == p.format(p.default), name
+        assert url_value(at, name) == fmt(p.default), name
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from streamlit.testing.v1 import AppTest
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, normalize, stats
 from normviz.data import GENERATORS, generate, sample_scales
 from normviz.figures import distributions as figs
-from normviz.settings import PAGE_PARAMS, max_elements
+from ui.params import PAGE_PARAMS, fmt, max_elements
 
 PAGE = "distributions"
 PARAMS = {p.name: p for p in PAGE_PARAMS[PAGE]}
@@ -85,7 +85,7 @@ def test_default_view() -> None:
     assert GENERATORS["channels"].label in body and "seed 0" in body
     # the page's own parameters are in the URL from the first run: a copied link is complete
     for name, p in PARAMS.items():
-        assert url_value(at, name) == p.format(p.default), name
+        assert url_value(at, name) == fmt(p.default), name
 
 
 METHOD_KEYS = [*STANDARD_METHODS, "custom"]

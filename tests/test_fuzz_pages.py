@@ -6,7 +6,7 @@ message. A URL value that cannot be used falls back with a visible warning that
 names the parameter; a value that can be used is not reported as invalid.
 
 The oracle for "can be used" is written here from the URL contract (DESIGN.md
-and the Param specs' ranges and choices), not taken from normviz.settings.
+and the Param specs' ranges and choices), not taken from ui.params.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from streamlit.testing.v1 import element_tree as et
 
 from benchmarks.common import app_test, page_ids, sidebar_drawn
 from normviz.layouts import LAYOUTS
-from normviz.settings import MAX_RAW_LEN, PAGE_PARAMS, SHARED, Param
+from ui.params import MAX_RAW_LEN, PAGE_PARAMS, SHARED, Param, fmt
 
 PAGES = page_ids()
 # Bounded: ~10 runs per page and test. No shrinking: every step would be an app run
@@ -96,7 +96,7 @@ def _good(p: Param) -> st.SearchStrategy[str]:
         subset = st.lists(st.sampled_from([str(c) for c in p.choices or ()]), unique=True)
         return st.tuples(subset, st.sampled_from([",", ", "])).map(lambda t: t[1].join(t[0]))
     if p.choices is not None:
-        return st.sampled_from([p.format(c) for c in p.choices])
+        return st.sampled_from([fmt(c) for c in p.choices])
     if isinstance(d, int):
         lo, hi = int(p.lo or 0), int(p.hi or 2**31)
         small = [v for v in (lo, lo + 1, 2, 3, 4, 5, 8) if lo <= v <= hi]

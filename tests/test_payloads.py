@@ -26,7 +26,7 @@ from benchmarks.common import (
     sidebar_drawn,
 )
 from normviz import STANDARD_METHODS
-from normviz.settings import PAGE_PARAMS, max_elements
+from ui.params import PAGE_PARAMS, fmt, max_elements
 
 LIMIT = 1_000_000  # characters of JSON per figure (DESIGN.md budget)
 PAGES = page_ids()
@@ -92,10 +92,10 @@ def _page_param_cases() -> list[tuple[str, dict[str, str]]]:
     for page, params in PAGE_PARAMS.items():
         if page not in PAGES:
             continue
-        top = {p.name: p.format(p.hi) for p in params if p.choices is None and p.hi is not None}
+        top = {p.name: fmt(p.hi) for p in params if p.choices is None and p.hi is not None}
         for p in params:
             for c in p.choices or ():
-                out.append((page, {**top, p.name: p.format(c)}))
+                out.append((page, {**top, p.name: fmt(c)}))
     return out
 
 

@@ -17,7 +17,7 @@ from conftest import (
 )
 
 from normviz import residual as rs
-from normviz.settings import PAGE_PARAMS
+from ui.params import PAGE_PARAMS, fmt
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["residual"]}
 DEFAULT_TITLE = "24 blocks, width 32, LayerNorm: median of 3 seed(s)"
@@ -45,7 +45,7 @@ def test_default_view() -> None:
     assert not at.warning
     # both sections' settings are in the URL from the first run: a copied link is complete
     for name, p in PARAMS.items():
-        assert url_value(at, name) == p.format(p.default), name
+        assert url_value(at, name) == fmt(p.default), name
 
 
 def test_depth_64_one_seed_and_every_option() -> None:
@@ -70,7 +70,7 @@ def test_depth_64_one_seed_and_every_option() -> None:
 
 def test_a_link_reproduces_both_sections() -> None:
     link = {
-        **{n: p.format(p.default) for n, p in PARAMS.items()},
+        **{n: fmt(p.default) for n, p in PARAMS.items()},
         **{"depth": "6", "n_seeds": "1", "width": "16", "norm": "rms", "block": "mixer"},
         **{"tr_depth": "6", "tr_width": "16", "tr_norm": "rms", "tr_steps": "20", "lr": "0.1"},
     }

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normviz import NormConfigError
-from normviz import settings as ns
+from ui import params as ns
 
 
 def test_defaults_from_an_empty_query_are_quiet() -> None:
@@ -159,7 +159,7 @@ def test_page_parameter_choices_are_the_widgets_options() -> None:
     for a, limit in ns.SIZE_LIMITS.items():  # a cell index runs to the largest size − 1
         assert (params[f"cell_{a.lower()}"].lo, params[f"cell_{a.lower()}"].hi) == (0, limit - 1)
     for p in params.values():  # every default is a value its own parser accepts
-        assert p.parse(p.format(p.default)) == p.default, p.name
+        assert ns.parse(p, ns.fmt(p.default)) == p.default, p.name
 
 
 @pytest.mark.parametrize(
@@ -174,15 +174,15 @@ def test_page_parameter_choices_are_the_widgets_options() -> None:
 )
 def test_a_multi_choice_parameter_reads_comma_lists(raw: str, value: tuple) -> None:
     (p,) = (p for p in ns.PAGE_PARAMS["choose"] if p.name == "constraints")
-    assert p.parse(raw) == value
-    assert p.parse(p.format(value)) == value
+    assert ns.parse(p, raw) == value
+    assert ns.parse(p, ns.fmt(value)) == value
 
 
 @pytest.mark.parametrize("raw", ["online,,same", "teleport", "online,Same", ",", "[]"])
 def test_a_multi_choice_parameter_refuses_what_is_not_a_choice(raw: str) -> None:
     (p,) = (p for p in ns.PAGE_PARAMS["choose"] if p.name == "constraints")
     with pytest.raises(ValueError, match="expected a comma list of online, same"):
-        p.parse(raw)
+        ns.parse(p, raw)
     values, warnings = ns.read({"constraints": raw}, [p])
     assert values == {"constraints": ()}
     (warning,) = warnings

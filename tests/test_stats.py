@@ -13,7 +13,6 @@ from torch import nn
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, NormConfigError
 from normviz.data import generate
 from normviz.io import load_tensor
-from normviz.settings import EPS_CHOICES
 from normviz.stats import (
     affine_demo,
     affine_params,
@@ -33,6 +32,7 @@ from normviz.stats import (
     time_layer_vs_rms,
     uncontrolled,
 )
+from ui.params import EPS_CHOICES
 
 SHAPES = {"BTC": (3, 5, 8), "NCHW": (3, 4, 3, 5)}
 G = 2

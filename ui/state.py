@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 import streamlit as st
 import torch
-from streamlit.runtime.pages_manager import PagesManager
 
 from normviz import LAYOUTS, METHODS, NormConfigError
-from normviz import settings as ns
 from normviz.data import GENERATORS, generate
+from ui import params as ns
+from ui.route import ensure_entrypoint
 
 _WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
 _SETTINGS = "_settings"
@@ -146,8 +146,8 @@ def _write_url(s: ns.Settings, page: str) -> None:
         "method": s.method,
         "groups": str(s.groups),
         "axes": ",".join(s.axes),
-        "centred": ns.SHARED["centred"].format(s.centred),
-        "eps": ns.SHARED["eps"].format(s.eps),
+        "centred": ns.fmt(s.centred),
+        "eps": ns.fmt(s.eps),
         "seed": str(s.seed),
         "data": s.data,
     }
@@ -167,20 +167,6 @@ def show_warnings() -> None:
     st.session_state[_WARN] = kept
     for w, _ in kept:
         st.warning(w, icon=":material/warning:")
-
-
-def ensure_entrypoint() -> None:
-    """Rerun through app.py when Streamlit ran this page file on its own.
-
-    While Streamlit's legacy pages-folder mode is on (a pages/ folder exists and
-    no run has called st.navigation yet; AppTest switches it on before every
-    run), a page URL runs pages/<page>.py directly, without app.py: no page
-    config, sidebar or navigation. Switching that mode off and rerunning sends
-    the request through app.py, which then runs this page.
-    """
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        st.rerun()
 
 
 def settings() -> ns.Settings:
@@ -236,7 +222,7 @@ def page_params(page: str) -> dict[str, Any]:
         # or for the other layout, loses its value) and in the URL: a copied link then
         # sets all of the page's parameters, as the link reader expects of a link.
         st.session_state[p.name] = st.session_state[p.name]
-        st.query_params[p.name] = p.format(st.session_state[p.name])
+        st.query_params[p.name] = ns.fmt(st.session_state[p.name])
     return {p.name: st.session_state[p.name] for p in params}
 
 
@@ -251,5 +237,5 @@ def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: A
         if p.hi is not None:
             kwargs.setdefault("max_value", type(p.default)(p.hi))
     value = fn(label, key=name, **kwargs)
-    st.query_params[name] = p.format(value)
+    st.query_params[name] = ns.fmt(value)
     return value

@@ -1,0 +1,345 @@
+"""The URL schema: parameter names, defaults, ranges, and forgiving parsing with warnings.
+
+Every page reads its settings from the query string through these specs, so a
+shared link reproduces a view, and a bad value falls back to its default with a
+message naming the parameter instead of breaking the page. The specs are
+`normviz.knobs.Knob`s: the shared ones are declared here, each page's own come from
+its topic package (its sections' knobs).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+from normviz.core import Contract, NormConfigError, contract, parse_axes
+from normviz.data import DEFAULT_GENERATOR, GENERATORS
+from normviz.knobs import Knob, Value
+from normviz.layouts import LAYOUTS
+from normviz.limits import EPS_CHOICES, SIZE_LIMITS, max_elements
+from normviz.methods import METHODS
+from normviz.residual import BLOCKS, NORMS
+
+__all__ = ["EPS_CHOICES", "SIZE_LIMITS", "max_elements"]
+
+Param = Knob  # a URL parameter is a knob
+MAX_RAW_LEN = 200  # longer query values are refused outright
+
+
+def parse(p: Knob, raw: str) -> Value:
+    """The value `raw` stands for, for knob `p`. Raises ValueError with a reason."""
+    if len(raw) > MAX_RAW_LEN:
+        raise ValueError("value too long")
+    raw = raw.strip()
+    d = p.default
+    if p.multi:
+        picked = {v.strip() for v in raw.split(",")} if raw else set()
+        choices = p.choices or ()
+        if not picked <= set(choices):
+            raise ValueError(f"expected a comma list of {', '.join(map(str, choices))}")
+        return tuple(str(c) for c in choices if c in picked)
+    if isinstance(d, bool):
+        low = raw.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected 1 or 0")
+    if isinstance(d, int):
+        try:
+            f = float(raw)
+        except ValueError:
+            raise ValueError("expected a whole number") from None
+        if not math.isfinite(f) or f != int(f):
+            raise ValueError("expected a whole number")
+        v: Value = int(f)
+    elif isinstance(d, float):
+        try:
+            v = float(raw)
+        except ValueError:
+            raise ValueError("expected a number") from None
+        if not math.isfinite(v):
+            raise ValueError("expected a finite number")
+    else:
+        v = raw
+    if p.choices is not None:
+        match = [c for c in p.choices if _same(c, v)]
+        if not match:
+            raise ValueError(f"expected one of {', '.join(map(str, p.choices))}")
+        v = match[0]
+    if (p.lo is not None and v < p.lo) or (p.hi is not None and v > p.hi):  # type: ignore[operator]
+        raise ValueError(f"expected a value from {_fmt(p.lo)} to {_fmt(p.hi)}")
+    return v
+
+
+def fmt(value: Value) -> str:
+    """The query-string form of a knob value."""
+    if isinstance(value, list | tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float):
+        return _fmt(value)
+    return str(value)
+
+
+def _same(a: Value, b: Value) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0)
+    return a == b
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return ""
+    if float(v).is_integer() and abs(v) < 1e6:
+        return str(int(v)) if not isinstance(v, float) or abs(v) >= 1 or v == 0 else f"{v:g}"
+    return f"{v:g}"
+
+
+def read(
+    query: Mapping[str, str | list[str]], params: Iterable[Param], link: bool | None = None
+) -> tuple[dict[str, Value], list[str]]:
+    """Values for `params` from a query string, each checked; warnings for what fell back.
+
+    Parameters absent from a link that set others are named in one warning
+    (`link` defaults to "the query string has any parameter"); a plain visit is quiet.
+    """
+    if link is None:
+        link = bool(query)
+    values: dict[str, Value] = {}
+    warnings: list[str] = []
+    missing: list[str] = []
+    for p in params:
+        raw = query.get(p.name)
+        if isinstance(raw, list):
+            raw = raw[-1] if raw else None
+        if raw is None:
+            values[p.name] = p.default
+            missing.append(f"`{p.name}`")
+            continue
+        try:
+            values[p.name] = parse(p, raw)
+        except ValueError as e:
+            values[p.name] = p.default
+            shown = raw if len(raw) <= 40 else raw[:40] + "…"
+            warnings.append(
+                f"`{p.name}={shown}` is not valid ({e}): using the default "
+                f"{fmt(p.default) or '(none)'}."
+            )
+    if link and missing:
+        warnings.append(f"The link does not set {', '.join(missing)}: using the default.")
+    return values, warnings
+
+
+SHARED: dict[str, Param] = {
+    p.name: p
+    for p in (
+        Param("layout", "BTC", choices=tuple(LAYOUTS)),
+        *(
+            Param(a, d, lo=1, hi=SIZE_LIMITS[a])
+            for a, d in {"B": 4, "T": 6, "C": 8, "N": 4, "H": 4, "W": 4}.items()
+        ),
+        Param("method", "batch", choices=tuple(METHODS)),
+        Param("groups", 2, lo=1, hi=4096),
+        Param("axes", "C"),
+        Param("centred", True),
+        Param("eps", 1e-5, choices=EPS_CHOICES),
+        Param("seed", 0, lo=0, hi=2**31 - 1),
+        Param("data", DEFAULT_GENERATOR, choices=tuple(GENERATORS)),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The shared settings every page uses: a tensor, a method, its options."""
+
+    layout: str = "BTC"
+    sizes: dict[str, int] = field(default_factory=lambda: dict(LAYOUTS["BTC"].defaults))
+    method: str = "batch"
+    groups: int = 2
+    axes: tuple[str, ...] = ("C",)
+    centred: bool = True
+    eps: float = 1e-5
+    seed: int = 0
+    data: str = DEFAULT_GENERATOR
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.sizes[a] for a in LAYOUTS[self.layout].axes)
+
+    @property
+    def n_elements(self) -> int:
+        return math.prod(self.shape)
+
+    def norm_kwargs(self, method: str | None = None) -> dict[str, object]:
+        """Keyword arguments for normalize()/contract() for `method` (default: ours)."""
+        m = method or self.method
+        kw: dict[str, object] = {"eps": self.eps}
+        if METHODS[m].grouped:
+            kw["groups"] = self.groups
+        if m == "custom":
+            kw["axes"] = self.axes
+            kw["centred"] = self.centred
+        return kw
+
+    def contract(self, method: str | None = None) -> Contract:
+        """These settings resolved for `method` (default: ours): what normviz takes.
+
+        The one place a shared setting is refused: over the element cap, or an invalid
+        combination (a G that does not divide C is refused, naming the divisors).
+
+        Raises:
+            NormConfigError: with the numbers to change.
+        """
+        if self.n_elements > max_elements():
+            raise NormConfigError(
+                f"{LAYOUTS[self.layout].shape_text(self.shape)} has {self.n_elements:,} elements, "
+                f"over the app's cap of {max_elements():,}: make an axis smaller"
+            )
+        kw = self.norm_kwargs(method)
+        kw.pop("eps")
+        return contract(method or self.method, self.layout, self.shape, **kw)  # type: ignore[arg-type]
+
+    def check(self, method: str | None = None) -> None:
+        """Raise NormConfigError when this combination cannot run (cap, groups, ...)."""
+        self.contract(method)
+
+
+def settings_from_query(
+    query: Mapping[str, str | list[str]], page_names: Iterable[str] = ()
+) -> tuple[Settings, list[str]]:
+    """Shared settings from a query string, with a warning per rejected value.
+
+    `page_names` are the current page's own parameters (not reported as unknown).
+    """
+    page_names = set(page_names)
+    vals, warnings = read(
+        query, [SHARED[n] for n in ("layout", "method", "eps", "seed", "data")], link=False
+    )
+    layout, method = str(vals["layout"]), str(vals["method"])
+    lay = LAYOUTS[layout]
+    # sizes default to the layout's classroom shape; groups/centred are read even when
+    # the method ignores them, so switching method later keeps the link's choice
+    specs = [replace(SHARED[a], default=lay.defaults[a]) for a in lay.axes]
+    more_vals, more = read(query, [*specs, SHARED["groups"], SHARED["centred"]], link=False)
+    vals |= more_vals
+    warnings += more
+    axes: tuple[str, ...] = ("C",)
+    raw_axes = query.get("axes")
+    if isinstance(raw_axes, list):
+        raw_axes = raw_axes[-1] if raw_axes else None
+    if raw_axes is not None:
+        try:
+            axes = parse_axes(layout, raw_axes[:MAX_RAW_LEN])
+            if not axes:
+                raise NormConfigError("no axis named")
+        except NormConfigError as e:
+            warnings.append(f"`axes={raw_axes[:40]}` is not valid ({e}): using the default C.")
+    # a link that sets some shared values but not all that this view needs
+    needed = ["layout", *lay.axes, "method", "eps", "seed", "data"]
+    needed += ["groups"] if METHODS[method].grouped else []
+    needed += ["axes", "centred"] if method == "custom" else []
+    missing = [f"`{k}`" for k in needed if k not in query]
+    if missing and any(k in SHARED for k in query):
+        warnings.append(f"The link does not set {', '.join(missing)}: using the default.")
+    unknown = [k for k in query if k not in SHARED and k not in page_names]
+    if unknown:
+        warnings.append(
+            f"Ignored unknown parameter(s): {', '.join(f'`{k[:40]}`' for k in unknown[:5])}."
+        )
+    s = Settings(
+        layout=layout,
+        sizes={a: int(vals[a]) for a in lay.axes},  # type: ignore[call-overload]
+        method=method,
+        groups=int(vals["groups"]),  # type: ignore[call-overload]
+        axes=axes,
+        centred=bool(vals["centred"]),
+        eps=float(vals["eps"]),  # type: ignore[arg-type]
+        seed=int(vals["seed"]),  # type: ignore[call-overload]
+        data=str(vals["data"]),
+    )
+    return s, warnings
+
+
+# Page-specific URL parameters (the shared ones are in SHARED), by URL path.
+PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
+    "batchnorm": (
+        Param("batch_size", 8, lo=1, hi=256),
+        Param("momentum", 0.1, lo=0.0, hi=1.0),
+        Param("convention", "pytorch", choices=("pytorch", "keras", "cumulative")),
+        Param("steps", 100, lo=1, hi=2000),
+        Param("shift", 0.5, lo=-10.0, hi=10.0),
+        Param("scale", 1.0, lo=0.1, hi=10.0),
+        Param("accum", 4, lo=1, hi=16),
+        Param("devices", 4, lo=1, hi=16),
+        Param("compare", "group", choices=("group", "layer")),
+        Param(
+            "sim",
+            "running",
+            choices=(
+                "running",
+                "bessel",
+                "batch-size",
+                "shift",
+                "order",
+                "accumulation",
+                "sync",
+                "freeze",
+                "checkpoint",
+                "model",
+            ),
+        ),
+    ),
+    "distributions": (
+        Param("affine", "scalar", choices=("scalar", "per-channel")),
+        Param("gamma", 2.0, lo=0.1, hi=5.0),
+        Param("beta", 1.0, lo=-3.0, hi=3.0),
+        Param("edata", "constant", choices=("constant", "current")),
+    ),
+    # Depths and steps are capped below what normviz.residual allows: they keep the
+    # worst first run of the page to seconds on two cores.
+    "residual": (
+        Param("width", 32, choices=(16, 32, 64, 128)),
+        Param("norm", NORMS[0], choices=NORMS),
+        Param("block", next(iter(BLOCKS)), choices=tuple(BLOCKS)),
+        Param("depth", 24, lo=1, hi=64),
+        Param("n_seeds", 3, lo=1, hi=4),
+        Param("tr_width", 32, choices=(16, 32, 64, 128)),
+        Param("tr_norm", NORMS[0], choices=NORMS),
+        Param("tr_block", next(iter(BLOCKS)), choices=tuple(BLOCKS)),
+        Param("tr_depth", 12, lo=1, hi=32),
+        Param("lr", 1e-2, choices=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
+        Param("tr_steps", 80, lo=10, hi=200),
+    ),
+    # The choices are the keys of normviz.guide.ARCHITECTURES / CONSTRAINTS and
+    # normviz.audit.ZOO, in their order (tests/test_settings.py checks); written out
+    # here because those modules import pandas, which this module does not need.
+    "choose": (
+        Param("arch", "transformer", choices=("transformer", "rnn", "cnn", "detection", "style")),
+        Param("per_device", 32, lo=1, hi=65_536),
+        Param(
+            "constraints",
+            (),
+            choices=("online", "same", "shift", "distributed", "cost"),
+            multi=True,
+        ),
+        Param(
+            "model",
+            "resnet",
+            choices=("resnet", "pre_ln", "post_ln", "unet", "style", "rms_decoder"),
+        ),
+        Param("use_sample", False),
+    ),
+    "axes": (
+        Param("partition", False),
+        Param("split_hw", False),
+        # the selected cell, one index per axis (the other layout's are kept for a switch)
+        *(
+            Param(f"cell_{a.lower()}", 0, lo=0, hi=SIZE_LIMITS[a] - 1)
+            for a in ("B", "T", "C", "N", "H", "W")
+        ),
+    ),
+}

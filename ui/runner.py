@@ -1,0 +1,112 @@
+"""The one way a section is shown: cached run, one progress bar, figure, table, notes.
+
+Caching is keyed on plain values only: the page, the section's slug, the page's
+hashable setup and the knob values (never on a tensor). Results are cached as
+data (`st.cache_data`: every session gets its own copy), figures as objects
+(`st.cache_resource`: building one costs more than sending it; they are never
+mutated after they are built). A refusal is shown one way: what torch itself
+refuses (`Refusal`, often the lesson) as an info box, any other invalid setting
+as an error box that names what to change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from normviz.errors import NormConfigError, Refusal
+from normviz.knobs import Value
+from normviz.sections import Section
+from ui.route import ensure_entrypoint
+from ui.safe import md_text
+
+KnobItems = tuple[tuple[str, Value], ...]
+
+
+def _items(section: Section, knobs: Mapping[str, Value]) -> KnobItems:
+    """This section's own knob values, as a hashable key."""
+    return tuple((k.name, knobs[k.name]) for k in section.knobs)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _run(_section: Section, page: str, slug: str, setup: Any, items: KnobItems) -> Any:
+    """The section's result; a progress bar while it runs (a cache hit replays nothing)."""
+    bar = st.progress(0.0, text=f"{_section.label}: running…")
+
+    def progress(fraction: float, text: str) -> None:
+        bar.progress(min(1.0, max(0.0, fraction)), text=text or _section.label)
+
+    try:
+        return _section.run(setup, dict(items), progress)
+    finally:
+        bar.empty()
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _figure(
+    _section: Section, _result: Any, page: str, slug: str, setup: Any, items: KnobItems, big: bool
+) -> go.Figure | None:
+    return _section.figure(_result, big)
+
+
+def refusal(e: NormConfigError) -> None:
+    """Show why a setting cannot run: a lesson (torch's own refusal) or an error."""
+    text = md_text(e, limit=400)
+    if isinstance(e, Refusal):
+        st.info(
+            f"**torch refuses this, and that is the lesson:** {text}.", icon=":material/school:"
+        )
+    else:
+        st.error(f"**This setting cannot run:** {text}.", icon=":material/block:")
+
+
+def result(page: str, section: Section, setup: Any, knobs: Mapping[str, Value]) -> Any | None:
+    """The section's cached result, or None after showing why it cannot run."""
+    ensure_entrypoint()
+    try:
+        return _run(section, page, section.slug, setup, _items(section, knobs))
+    except NormConfigError as e:
+        refusal(e)
+        return None
+
+
+def table(df: pd.DataFrame, fmt: str = "%.4g") -> None:
+    """A read-only table; floats shown with `fmt`."""
+    config = {
+        c: st.column_config.NumberColumn(format=fmt)
+        for c in df.columns
+        if pd.api.types.is_float_dtype(df[c])
+    }
+    st.dataframe(df, hide_index=True, column_config=config, width="stretch")
+
+
+def show(
+    page: str,
+    section: Section,
+    setup: Any,
+    knobs: Mapping[str, Value],
+    presenter: bool = False,
+    intro: bool = True,
+) -> Any | None:
+    """Intro, result, figure, table and notes of one section; returns the result."""
+    if intro and section.intro:
+        st.markdown(section.intro)
+    res = result(page, section, setup, knobs)
+    if res is None:
+        return None
+    items = _items(section, knobs)
+    fig = _figure(section, res, page, section.slug, setup, items, presenter)
+    if fig is not None:
+        st.plotly_chart(
+            fig, key=f"{page}_{section.slug}_fig", theme=None, config={"displaylogo": False}
+        )
+    df = section.table(res)
+    if df is not None:
+        table(df)
+    for note in section.notes(res):
+        st.markdown(note)
+    return res
