@@ -15,6 +15,8 @@ class PageInfo:
     icon: str
     section: str
     blurb: str  # one line for the home page's map
+    topic: str  # the normviz package that holds its compute, figures and words
+
 
     @property
     def file(self) -> Path:
@@ -28,6 +30,7 @@ PAGES: tuple[PageInfo, ...] = (
         ":material/view_in_ar:",
         "Learn",
         "shape a tensor and see which cells share one mean and variance",
+        "normviz.axes",
     ),
     PageInfo(
         "distributions",
@@ -35,6 +38,7 @@ PAGES: tuple[PageInfo, ...] = (
         ":material/bar_chart:",
         "Learn",
         "values before and after each method, on generated or uploaded data",
+        "normviz.distributions",
     ),
     PageInfo(
         "batchnorm",
@@ -42,6 +46,7 @@ PAGES: tuple[PageInfo, ...] = (
         ":material/science:",
         "Learn",
         "training vs evaluation, tiny batches, running statistics",
+        "normviz.batchnorm",
     ),
     PageInfo(
         "residual",
@@ -49,6 +54,7 @@ PAGES: tuple[PageInfo, ...] = (
         ":material/repeat:",
         "Learn",
         "where the norm sits in a residual block, and what it does to gradients",
+        "normviz.residual",
     ),
     PageInfo(
         "worked-example",
@@ -56,6 +62,7 @@ PAGES: tuple[PageInfo, ...] = (
         ":material/edit_note:",
         "Practice",
         "BatchNorm and LayerNorm on a 2×3 matrix, step by step",
+        "normviz.worked",
     ),
     PageInfo(
         "choose",
@@ -63,6 +70,7 @@ PAGES: tuple[PageInfo, ...] = (
         ":material/explore:",
         "Practice",
         "a decision guide and an audit of real models",
+        "normviz.choose",
     ),
 )
 
