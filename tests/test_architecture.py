@@ -1,4 +1,4 @@
-"""The shape of the code: normviz stays pure and acyclic, pages stay wiring, sections share one interface."""
+"""The code's shape: normviz pure and acyclic, pages as wiring, one section interface."""
 
 from __future__ import annotations
 
