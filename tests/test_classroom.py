@@ -206,3 +206,62 @@ def test_eight_students_at_once(server: str) -> None:
     for s, seen, problems in results:
         assert not problems, f"session {s.i} on {s.page}: {problems}"
         assert seen == _want(s), f"session {s.i} on {s.page}: {seen} != {_want(s)}"
+
+
+# ---- a class opening the lecturer's links on a fresh server ---------------------------
+
+LINKS = 30
+ROUNDS = 5
+
+
+def _deep_links(server: str, round_: int) -> list[str]:
+    """30 links to different pages with different shared settings (never the home page:
+    a deep link is what Streamlit's legacy pages-folder mode used to run without app.py)."""
+    pages = [p for p in page_ids() if url_path(p)]
+    out = []
+    for i in range(LINKS):
+        layout = "BTC" if (i + round_) % 2 == 0 else "NCHW"
+        sample = LAYOUTS[layout].sample
+        method = STANDARD_METHODS[i % len(STANDARD_METHODS)]
+        q = f"layout={layout}&{sample}={2 + i % 5}&method={method}&seed={i}"
+        out.append(f"{server}/{pages[i % len(pages)]}?{q}")
+    return out
+
+
+async def _open(browser, link: str) -> list[str]:
+    ctx = await browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        p = await ctx.new_page()
+        p.set_default_timeout(TIMEOUT)
+        await p.goto(link)
+        await _done(p)
+        return await _problems(p)
+    finally:
+        await ctx.close()
+
+
+async def _open_all(links: list[str]) -> list[list[str]]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            return await asyncio.gather(*(_open(browser, link) for link in links))
+        finally:
+            await browser.close()
+
+
+def test_thirty_deep_links_on_fresh_servers() -> None:
+    """Five fresh servers in a row; each gets 30 deep links at the same moment, before
+    any run has called st.navigation. Every page must finish with the app's shared
+    sidebar (it ran through app.py) and no error."""
+    from benchmarks.common import serve
+
+    for round_ in range(ROUNDS):
+        with serve() as (url, _pid), ThreadPoolExecutor(1) as pool:
+            links = _deep_links(url, round_)
+            results = pool.submit(asyncio.run, _open_all(links)).result()
+        for link, problems in zip(links, results, strict=True):
+            assert not problems, f"round {round_}, {link}: {problems}"
