@@ -11,6 +11,7 @@ way to show a refusal.
     section.figure(result, presenter)               # go.Figure or None
     section.table(result)                            # pd.DataFrame or None
     section.notes(result)                            # sentences (markdown) from the numbers
+    section.extras(result)                           # more items: a flowchart, code, ...
 """
 
 from __future__ import annotations
@@ -43,6 +44,29 @@ def _no_notes(result: Any) -> Sequence[str]:
     return ()
 
 
+EXTRA_KINDS = ("callout", "caption", "markdown", "static", "code", "graphviz")
+
+
+@dataclass(frozen=True)
+class Extra:
+    """One more item a section shows beside its figure, table and notes, drawn by kind.
+
+    kind: "callout" (a highlighted answer, markdown), "caption" and "markdown" (text),
+    "static" (a small DataFrame shown whole), "code" (Python source), "graphviz" (DOT).
+    `top`: drawn before the figure (else after the notes). `fold`: drawn inside a
+    closed fold with that label (consecutive items with the same fold share it).
+    """
+
+    kind: str
+    body: str | pd.DataFrame
+    top: bool = False
+    fold: str = ""
+
+
+def _no_extras(result: Any) -> Sequence[Extra]:
+    return ()
+
+
 @dataclass(frozen=True)
 class Section:
     """One section of a page.
@@ -61,6 +85,7 @@ class Section:
     figure: Callable[[Any, bool], go.Figure | None] = field(default=_no_figure)
     table: Callable[[Any], pd.DataFrame | None] = field(default=_no_table)
     notes: Callable[[Any], Sequence[str]] = field(default=_no_notes)
+    extras: Callable[[Any], Sequence[Extra]] = field(default=_no_extras)
 
     def defaults(self) -> dict[str, Value]:
         """Every knob at its default."""

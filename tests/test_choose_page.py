@@ -18,7 +18,8 @@ from conftest import (
     url_value,
 )
 
-from normviz import METHODS, audit, guide
+from normviz import METHODS
+from normviz.choose import guide, zoo
 from ui.params import PAGE_PARAMS, fmt
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["choose"]}
@@ -84,13 +85,13 @@ def test_guide_answers(arch: str, batch: int, constraints: list[str], label: str
     assert _advice(again) == _advice(at)
 
 
-@pytest.mark.parametrize("key", list(audit.ZOO))
+@pytest.mark.parametrize("key", list(zoo.ZOO))
 def test_every_zoo_model_is_audited(key: str) -> None:
     at = run_app("choose")
     at.selectbox(key="model").set_value(key).run()
     assert_clean(at)
     assert url_value(at, "model") == key
-    report = audit.audit_zoo_model(key)
+    report = zoo.audit_zoo_model(key)
     findings = _findings(at)
     assert list(findings.index) == [f.name for f in report.findings]
     assert list(findings["placement"]) == [f.placement for f in report.findings]
@@ -123,8 +124,8 @@ class _Evil:
 @pytest.mark.parametrize(
     ("name", "data", "expect"),
     [
-        ("decoder.pt", _pt(audit.zoo_state_dict("rms_decoder")), "attn_norm"),
-        ("net.pth", _pt({"model": audit.zoo_state_dict("unet")}), "model.enc.gn1"),
+        ("decoder.pt", _pt(zoo.zoo_state_dict("rms_decoder")), "attn_norm"),
+        ("net.pth", _pt({"model": zoo.zoo_state_dict("unet")}), "model.enc.gn1"),
         ("evil.pt", pickle.dumps({"w": _Evil()}), "was refused"),
         ("junk.safetensors", b"\x00" * 64, "was refused"),
         ("empty.pt", b"", "was refused"),
@@ -153,7 +154,7 @@ def test_a_link_reproduces_the_guide_and_the_audits() -> None:
     assert "**Use GroupNorm**" in _advice(at)  # a CNN at 64 per device, but train = inference
     assert at.radio(key="arch").value == "cnn"
     assert list(at.button_group(key="constraints").value) == ["same", "shift"]
-    report = audit.audit_zoo_model("unet")
+    report = zoo.audit_zoo_model("unet")
     assert list(_findings(at).index) == [f.name for f in report.findings]
     saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
     assert list(saved.index) == ["bn1", "bn2"]  # the sample file's audit is open
@@ -211,7 +212,7 @@ def test_choose_in_browser(page, server, tmp_path) -> None:
     batch.press("Enter")
     page.get_by_text("Use GroupNorm").first.wait_for()
     sample = tmp_path / "resnet_block.safetensors"
-    sample.write_bytes(audit.zoo_safetensors("resnet"))
+    sample.write_bytes(zoo.zoo_safetensors("resnet"))
     page.locator("[data-testid=stFileUploaderDropzoneInput]").set_input_files(str(sample))
     page.get_by_text("2 module(s) with normalization parameters").wait_for(timeout=120_000)
     # the table is a canvas; its cells exist for screen readers only

@@ -145,14 +145,14 @@ def test_page_parameter_names_are_unique_short_and_apart_from_the_shared_ones() 
 
 
 def test_page_parameter_choices_are_the_widgets_options() -> None:
-    from normviz import audit, guide
     from normviz import residual as rs
+    from normviz.choose import guide, zoo
 
     params = {p.name: p for params in ns.PAGE_PARAMS.values() for p in params}
     assert params["arch"].choices == tuple(guide.ARCHITECTURES)
     assert params["constraints"].choices == tuple(guide.CONSTRAINTS)
     assert params["per_device"].hi == guide.MAX_BATCH
-    assert params["model"].choices == tuple(audit.ZOO)
+    assert params["model"].choices == tuple(zoo.ZOO)
     for prefix in ("", "tr_"):
         assert params[f"{prefix}norm"].choices == rs.NORMS
         assert params[f"{prefix}block"].choices == tuple(rs.BLOCKS)

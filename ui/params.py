@@ -13,6 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from normviz import choose
 from normviz.core import Contract, NormConfigError, contract, parse_axes
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.knobs import Knob, Value
@@ -314,25 +315,7 @@ PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
         Param("lr", 1e-2, choices=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
         Param("tr_steps", 80, lo=10, hi=200),
     ),
-    # The choices are the keys of normviz.guide.ARCHITECTURES / CONSTRAINTS and
-    # normviz.audit.ZOO, in their order (tests/test_settings.py checks); written out
-    # here because those modules import pandas, which this module does not need.
-    "choose": (
-        Param("arch", "transformer", choices=("transformer", "rnn", "cnn", "detection", "style")),
-        Param("per_device", 32, lo=1, hi=65_536),
-        Param(
-            "constraints",
-            (),
-            choices=("online", "same", "shift", "distributed", "cost"),
-            multi=True,
-        ),
-        Param(
-            "model",
-            "resnet",
-            choices=("resnet", "pre_ln", "post_ln", "unet", "style", "rms_decoder"),
-        ),
-        Param("use_sample", False),
-    ),
+    "choose": choose.KNOBS,
     "axes": (
         Param("partition", False),
         Param("split_hw", False),

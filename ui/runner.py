@@ -11,7 +11,9 @@ as an error box that names what to change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from itertools import groupby
 from typing import Any
 
 import pandas as pd
@@ -20,7 +22,7 @@ import streamlit as st
 
 from normviz.errors import NormConfigError, Refusal
 from normviz.knobs import Value
-from normviz.sections import Section
+from normviz.sections import Extra, Section
 from ui.route import ensure_entrypoint
 from ui.safe import md_text
 
@@ -81,7 +83,27 @@ def table(df: pd.DataFrame, fmt: str = "%.4g") -> None:
         for c in df.columns
         if pd.api.types.is_float_dtype(df[c])
     }
-    st.dataframe(df, hide_index=True, column_config=config, width="stretch")
+    # a default (range) index carries nothing; a named or labelled one is the row labels
+    hide = isinstance(df.index, pd.RangeIndex)
+    st.dataframe(df, hide_index=hide, column_config=config, width="stretch")
+
+
+_DRAW = {
+    "callout": lambda body: st.success(body, icon=":material/lightbulb:"),
+    "caption": st.caption,
+    "markdown": st.markdown,
+    "static": st.table,
+    "code": lambda body: st.code(body, language="python"),
+    "graphviz": lambda body: st.graphviz_chart(body, width="stretch"),
+}
+
+
+def extras(items: Sequence[Extra]) -> None:
+    """Draw a section's extra items in order; items sharing a fold sit in one expander."""
+    for fold, group in groupby(items, key=lambda e: e.fold):
+        with st.expander(fold) if fold else nullcontext():
+            for item in group:
+                _DRAW[item.kind](item.body)
 
 
 def show(
@@ -92,12 +114,14 @@ def show(
     presenter: bool = False,
     intro: bool = True,
 ) -> Any | None:
-    """Intro, result, figure, table and notes of one section; returns the result."""
+    """Intro, result, figure, table, notes and extras of one section; returns the result."""
     if intro and section.intro:
         st.markdown(section.intro)
     res = result(page, section, setup, knobs)
     if res is None:
         return None
+    more = list(section.extras(res))
+    extras([e for e in more if e.top])
     items = _items(section, knobs)
     fig = _figure(section, res, page, section.slug, setup, items, presenter)
     if fig is not None:
@@ -109,4 +133,5 @@ def show(
         table(df)
     for note in section.notes(res):
         st.markdown(note)
+    extras([e for e in more if not e.top])
     return res

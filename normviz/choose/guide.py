@@ -1,21 +1,24 @@
-"""Which normalization? The source texts' decision flow as a function.
+"""Decision guide: the source texts' decision flow as a function, and as a flowchart.
 
 Architecture first (transformer, RNN, CNN, style transfer, detection or
 segmentation), then, for convolutional networks, the batch size per device
 (16 or more: BatchNorm, fewer: GroupNorm), then what inference demands.
-Labels, best uses and pitfalls come from the method registry.
+Labels, best uses and pitfalls come from the method registry. The section reads
+top to bottom: intro, knobs, run (the recommendation), the advice and reasons
+(computed from it), and the flowchart with its path highlighted.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-import pandas as pd
-
 from normviz import style
-from normviz.methods import METHODS, STANDARD_METHODS
-from normviz.text import reduces_text, yes_no
+from normviz.errors import NormConfigError
+from normviz.knobs import Knob, Value
+from normviz.methods import METHODS
+from normviz.sections import Extra, Progress, Section
 
 ARCHITECTURES: dict[str, str] = {
     "transformer": "Transformer",
@@ -35,7 +38,7 @@ BATCH_THRESHOLD = 16  # per device: at or above it batch statistics are reliable
 MAX_BATCH = 65_536
 
 
-class GuideError(ValueError):
+class GuideError(NormConfigError):
     """An answer the guide cannot use; the message lists the valid choices."""
 
 
@@ -200,24 +203,6 @@ def recommend(s: Situation) -> Recommendation:
     return Recommendation(method, tuple(reasons), tuple(pitfalls), alt, alt_reason, tuple(path))
 
 
-def comparison_table(layout: str = "NCHW") -> pd.DataFrame:
-    """The comparison table from the registry: what each method pools, and when to use it."""
-    rows = []
-    for key in STANDARD_METHODS:
-        m = METHODS[key]
-        rows.append(
-            {
-                "method": m.label,
-                f"normalizes over ({layout})": reduces_text(key, layout),
-                "depends on batch size": yes_no(m.batch_dependent),
-                "train ≠ inference": yes_no(m.train_eval_differ),
-                "best for": m.best_for,
-                "watch out": m.pitfall,
-            }
-        )
-    return pd.DataFrame(rows).set_index("method")
-
-
 # ---- the flowchart, as Graphviz DOT (st.graphviz_chart draws it) -------------------
 
 QUESTION = "batch?"  # node id of the batch-size question; leaves are METHODS keys
@@ -280,3 +265,60 @@ def flowchart_dot(rec: Recommendation | None = None) -> str:
         lines.append(f'  "{a}" -> "{b}" [{", ".join(attrs)}];')
     lines.append("}")
     return "\n".join(lines)
+
+
+# ---- the section -----------------------------------------------------------------------
+
+INTRO = (
+    "Answer three questions: the architecture, how many samples each device sees per "
+    "step, and what inference needs. The guide follows the source texts' flowchart and "
+    "says why, and what to watch."
+)
+KNOBS = (
+    Knob("arch", "transformer", choices=tuple(ARCHITECTURES), label="Architecture"),
+    Knob("per_device", 32, lo=1, hi=MAX_BATCH, label="Samples per device per step"),
+    Knob("constraints", (), choices=tuple(CONSTRAINTS), multi=True, label="Constraints"),
+)
+HELP = {
+    "per_device": "With gradient accumulation or several GPUs, count the micro-batch one "
+    "device normalizes over, not the global batch.",
+}
+
+
+def run(setup: object, knobs: Mapping[str, Value], progress: Progress) -> Recommendation:
+    """The recommendation for the knobs' situation."""
+    constraints = knobs["constraints"]
+    assert isinstance(constraints, tuple)
+    return recommend(
+        Situation(str(knobs["arch"]), int(knobs["per_device"]), frozenset(constraints))
+    )
+
+
+def notes(rec: Recommendation) -> Sequence[str]:
+    """Why, and what to watch."""
+    return (
+        "**Why**\n" + "\n".join(f"- {r}" for r in rec.reasons),
+        "**Watch out for**\n" + "\n".join(f"- {p}" for p in rec.pitfalls),
+    )
+
+
+def extras(rec: Recommendation) -> Sequence[Extra]:
+    """The answer first; after the reasons, the alternative and the flowchart."""
+    out = [Extra("callout", f"**Use {rec.label}**: {METHODS[rec.method].summary}.", top=True)]
+    if rec.alternative:
+        out.append(
+            Extra("caption", f"Also worth a look: {rec.alt_label}, {rec.alternative_reason}")
+        )
+    out.append(Extra("graphviz", flowchart_dot(rec)))
+    return out
+
+
+GUIDE = Section(
+    slug="guide",
+    label="Decision guide",
+    intro=INTRO,
+    run=run,
+    knobs=KNOBS,
+    notes=notes,
+    extras=extras,
+)

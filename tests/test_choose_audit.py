@@ -12,9 +12,10 @@ import torch.nn.functional as F
 from torch import nn
 
 import normviz
-from normviz import audit, io
+from normviz import io
+from normviz.choose import engine, findings, saved, tables, zoo
 
-PRE, POST, BRANCH, FINAL = audit.PRE, audit.POST, audit.BRANCH, audit.FINAL
+PRE, POST, BRANCH, FINAL = findings.PRE, findings.POST, findings.BRANCH, findings.FINAL
 BN_BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
 
 # For every zoo model: layer -> (type, placement, γ, β, running buffers, needless bias)
@@ -59,16 +60,16 @@ LAYOUT = {"resnet": "NCHW", "unet": "NCHW", "style": "NCHW"}
 
 
 @pytest.fixture(scope="module")
-def reports() -> dict[str, audit.AuditReport]:
-    return {k: audit.audit_zoo_model(k) for k in audit.ZOO}
+def reports() -> dict[str, findings.AuditReport]:
+    return {k: zoo.audit_zoo_model(k) for k in zoo.ZOO}
 
 
 def test_the_zoo_is_what_the_issue_asks_for() -> None:
-    assert set(EXPECTED) == set(audit.ZOO)
+    assert set(EXPECTED) == set(zoo.ZOO)
 
 
 @pytest.mark.parametrize("key", list(EXPECTED))
-def test_zoo_findings(key: str, reports: dict[str, audit.AuditReport]) -> None:
+def test_zoo_findings(key: str, reports: dict[str, findings.AuditReport]) -> None:
     r = reports[key]
     assert r.traced
     assert {f.name for f in r.findings} == set(EXPECTED[key])
@@ -83,7 +84,7 @@ def test_zoo_findings(key: str, reports: dict[str, audit.AuditReport]) -> None:
         assert (f.axes, f.keeps) == AXES[key], name
 
 
-def test_residual_adds_and_checklist(reports: dict[str, audit.AuditReport]) -> None:
+def test_residual_adds_and_checklist(reports: dict[str, findings.AuditReport]) -> None:
     adds = {k: r.residual_adds for k, r in reports.items()}
     assert adds == {
         "resnet": 1,
@@ -105,20 +106,20 @@ def test_residual_adds_and_checklist(reports: dict[str, audit.AuditReport]) -> N
     assert rms["γ and β present"] == "γ only (no β): attn_norm, mlp_norm"
     assert rms["Running statistics saved in the checkpoint"] == "no running statistics"
     assert dict(reports["post_ln"].checklist())["Before or after the residual add"] == POST
-    assert len(audit.checklist_frame(reports["unet"])) == 8
-    frame = audit.findings_frame(reports["resnet"])
+    assert len(tables.checklist_frame(reports["unet"])) == 8
+    frame = tables.findings_frame(reports["resnet"])
     assert frame.loc["bn1", "needless bias"] == "YES"
     assert frame.loc["bn1", "fed by"] == "conv1 (bias)"
 
 
 @pytest.mark.parametrize("key", list(EXPECTED))
 def test_the_reported_axes_are_what_torch_computes(
-    key: str, reports: dict[str, audit.AuditReport]
+    key: str, reports: dict[str, findings.AuditReport]
 ) -> None:
     """Each layer, run by torch on its recorded input shape, equals normalize() on those axes."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = audit.ZOO[key].build()
+        model = zoo.ZOO[key].build()
     modules = dict(model.named_modules())
     for f in reports[key].findings:
         m = modules[f.name].train()
@@ -133,9 +134,9 @@ def test_the_reported_axes_are_what_torch_computes(
 
 
 def test_the_audit_leaves_running_statistics_alone() -> None:
-    model = audit.ResNetBlock()
+    model = zoo.ResNetBlock()
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    audit.audit(model.train(), torch.randn(2, 16, 8, 8))
+    engine.audit(model.train(), torch.randn(2, 16, 8, 8))
     assert model.training
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k]), k
@@ -143,11 +144,11 @@ def test_the_audit_leaves_running_statistics_alone() -> None:
 
 @pytest.mark.parametrize("key", list(EXPECTED))
 def test_param_groups_exclude_norm_params_and_biases(
-    key: str, reports: dict[str, audit.AuditReport]
+    key: str, reports: dict[str, findings.AuditReport]
 ) -> None:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        model = audit.ZOO[key].build()
+        model = zoo.ZOO[key].build()
     g = reports[key].param_groups
     names = [n for n, _ in model.named_parameters()]
     assert sorted(g.decay + g.no_decay) == sorted(names)  # every parameter exactly once
@@ -165,7 +166,7 @@ def test_param_groups_exclude_norm_params_and_biases(
     assert [grp["weight_decay"] for grp in opt.param_groups] == [0.05, 0.0]
     # the code the page shows builds the same two groups
     scope: dict[str, object] = {"model": model, "torch": torch}
-    exec(audit.optimizer_code(g, 0.05), scope)
+    exec(tables.optimizer_code(g, 0.05), scope)
     shown = scope["optimizer"].param_groups  # type: ignore[attr-defined]
     assert [len(p["params"]) for p in shown] == [len(g.decay), len(g.no_decay)]
 
@@ -213,21 +214,21 @@ class _NoSkip(nn.Module):
 
 
 def test_placement_with_other_add_spellings() -> None:
-    r = audit.audit(_InPlace(), torch.randn(2, 3, 8))
+    r = engine.audit(_InPlace(), torch.randn(2, 3, 8))
     assert r.placements == {"n1": PRE, "n2": PRE, "out": FINAL}
     assert r.residual_adds == 2
 
 
 def test_untraceable_models_say_unknown() -> None:
-    r = audit.audit(_Branchy(), torch.ones(2, 4))
+    r = engine.audit(_Branchy(), torch.ones(2, 4))
     assert not r.traced and r.placements == {"norm": "unknown"}
     assert "unknown" in dict(r.checklist())["Before or after the residual add"]
 
 
 def test_no_residual_and_a_linear_bias_before_batchnorm() -> None:
-    r = audit.audit(_NoSkip(), torch.randn(5, 4))
+    r = engine.audit(_NoSkip(), torch.randn(5, 4))
     f = r.finding("bn")
-    assert f.placement == audit.NONE and f.needless_bias and f.fed_by == "fc"
+    assert f.placement == findings.NONE and f.needless_bias and f.fed_by == "fc"
     assert f.axes == "every dim but dim 1 (per channel)"  # (N, C) fits no named layout
 
 
@@ -243,23 +244,23 @@ def test_buffers_missing_from_the_state_dict_are_reported() -> None:
         def state_dict(self, *args: object, **kwargs: object) -> dict:  # type: ignore[override]
             return {k: v for k, v in super().state_dict().items() if "running" not in k}
 
-    r = audit.audit(Lossy(), torch.randn(5, 4))
+    r = engine.audit(Lossy(), torch.randn(5, 4))
     assert not r.finding("bn").buffers_in_state_dict
     assert dict(r.checklist())["Running statistics saved in the checkpoint"].startswith("NO")
 
 
 def test_audit_errors() -> None:
-    with pytest.raises(audit.AuditError, match="no normalization"):
-        audit.audit(nn.Linear(3, 3), torch.randn(2, 3))
-    with pytest.raises(audit.AuditError, match="shape"):
-        audit.audit(audit.ResNetBlock(), torch.randn(2, 5, 8, 8))
-    with pytest.raises(audit.AuditError, match="unknown model"):
-        audit.audit_zoo_model("vgg")
-    assert issubclass(audit.AuditError, ValueError)
+    with pytest.raises(findings.AuditError, match="no normalization"):
+        engine.audit(nn.Linear(3, 3), torch.randn(2, 3))
+    with pytest.raises(findings.AuditError, match="shape"):
+        engine.audit(zoo.ResNetBlock(), torch.randn(2, 5, 8, 8))
+    with pytest.raises(findings.AuditError, match="unknown model"):
+        zoo.audit_zoo_model("vgg")
+    assert issubclass(findings.AuditError, ValueError)
 
 
 def test_bias_rule_reads_the_registry() -> None:
-    assert [k for k in normviz.STANDARD_METHODS if audit.bias_is_needless(k)] == [
+    assert [k for k in normviz.STANDARD_METHODS if findings.bias_is_needless(k)] == [
         "batch",
         "instance",
     ]
@@ -275,8 +276,8 @@ def _pt_bytes(obj: object) -> bytes:
 
 
 def test_sample_safetensors_through_the_safe_loader() -> None:
-    data = audit.zoo_safetensors("resnet")
-    report = audit.audit_state_dict(io.load_tensors(data, "resnet.safetensors"))
+    data = zoo.zoo_safetensors("resnet")
+    report = saved.audit_state_dict(io.load_tensors(data, "resnet.safetensors"))
     names = {n.prefix: n for n in report.norms}
     assert set(names) == {"bn1", "bn2"}
     bn1 = names["bn1"]
@@ -292,8 +293,8 @@ def test_sample_safetensors_through_the_safe_loader() -> None:
 
 @pytest.mark.parametrize("key", list(EXPECTED))
 def test_every_zoo_state_dict_through_torch_save(key: str) -> None:
-    sd = audit.zoo_state_dict(key)
-    report = audit.audit_state_dict(io.load_tensors(_pt_bytes(sd), f"{key}.pt"))
+    sd = zoo.zoo_state_dict(key)
+    report = saved.audit_state_dict(io.load_tensors(_pt_bytes(sd), f"{key}.pt"))
     found = {n.prefix for n in report.norms}
     assert found == set(EXPECTED[key]), found
     for n in report.norms:
@@ -320,7 +321,7 @@ def test_state_dict_guesses_and_damage() -> None:
         "in_bn.running_mean": torch.zeros(4),
         "in_bn.running_var": torch.ones(4),
     }
-    r = {n.prefix: n for n in audit.audit_state_dict(sd).norms}
+    r = {n.prefix: n for n in saved.audit_state_dict(sd).norms}
     assert r["encoder.layers.0.norm1"].method == "layer"
     assert r["h.0.ln_1"].method == "rms" and "γ only" in r["h.0.ln_1"].kind
     assert r["blocks.0.gn"].method == "group"
@@ -328,21 +329,21 @@ def test_state_dict_guesses_and_damage() -> None:
     assert r["scale"].method is None and "likely" in r["scale"].kind
     assert "damaged" in " ".join(r["bn"].notes) and "no γ/β" in " ".join(r["bn"].notes)
     assert "probably never updated" in " ".join(r["in_bn"].notes)
-    frame = audit.saved_norms_frame(audit.audit_state_dict(sd))
+    frame = tables.saved_norms_frame(saved.audit_state_dict(sd))
     assert frame.loc["bn", "parameters"] == "none"
-    lone = audit.audit_state_dict({"bn.running_mean": torch.zeros(3)})
+    lone = saved.audit_state_dict({"bn.running_mean": torch.zeros(3)})
     assert "evaluation mode cannot work" in " ".join(lone.norms[0].notes)
 
 
 def test_state_dict_errors() -> None:
-    with pytest.raises(audit.AuditError, match="no tensors"):
-        audit.audit_state_dict({})
-    with pytest.raises(audit.AuditError, match="not a tensor"):
-        audit.audit_state_dict({"a": [1, 2]})  # type: ignore[dict-item]
-    empty = audit.audit_state_dict({"fc.weight": torch.ones(3, 3)})
+    with pytest.raises(findings.AuditError, match="no tensors"):
+        saved.audit_state_dict({})
+    with pytest.raises(findings.AuditError, match="not a tensor"):
+        saved.audit_state_dict({"a": [1, 2]})  # type: ignore[dict-item]
+    empty = saved.audit_state_dict({"fc.weight": torch.ones(3, 3)})
     assert empty.norms == () and empty.decay == ("fc.weight",)
     # a full checkpoint: optimizer state is neither decayed nor exempt
-    ckpt = audit.audit_state_dict(
+    ckpt = saved.audit_state_dict(
         {
             "model.fc.weight": torch.ones(3, 3),
             "model.ln.weight": torch.ones(3),

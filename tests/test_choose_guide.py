@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from normviz import METHODS, STANDARD_METHODS, guide, style
+from normviz import METHODS, STANDARD_METHODS, style
+from normviz.choose import compare, guide
 from normviz.text import reduces_text
 
 
@@ -99,7 +100,7 @@ def test_flowchart_highlights_exactly_the_path() -> None:
 
 
 def test_comparison_table_reads_the_registry() -> None:
-    t = guide.comparison_table()
+    t = compare.comparison_table()
     assert list(t.index) == [METHODS[k].label for k in STANDARD_METHODS]
     for k in STANDARD_METHODS:
         row = t.loc[METHODS[k].label]

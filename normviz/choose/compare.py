@@ -1,0 +1,83 @@
+"""The methods side by side: one row per method, read from the registry."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from normviz.knobs import Value
+from normviz.methods import METHODS, STANDARD_METHODS
+from normviz.sections import Progress, Section
+from normviz.text import reduces_text, yes_no
+
+INTRO = (
+    "Every method is the same formula over a different choice of axes. The table says "
+    "what one statistic pools, whether the batch matters, and where each method fits."
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The methods compared, in one layout's axis names."""
+
+    layout: str
+    methods: tuple[str, ...]  # METHODS keys, in table order
+
+
+def run(setup: object, knobs: Mapping[str, Value], progress: Progress) -> Comparison:
+    return Comparison("NCHW", tuple(STANDARD_METHODS))
+
+
+def comparison_table(layout: str = "NCHW") -> pd.DataFrame:
+    """The comparison table from the registry: what each method pools, and when to use it."""
+    rows = []
+    for key in STANDARD_METHODS:
+        m = METHODS[key]
+        rows.append(
+            {
+                "method": m.label,
+                f"normalizes over ({layout})": reduces_text(key, layout),
+                "depends on batch size": yes_no(m.batch_dependent),
+                "train ≠ inference": yes_no(m.train_eval_differ),
+                "best for": m.best_for,
+                "watch out": m.pitfall,
+            }
+        )
+    return pd.DataFrame(rows).set_index("method")
+
+
+def table(res: Comparison) -> pd.DataFrame:
+    return comparison_table(res.layout)
+
+
+def _and(names: Sequence[str]) -> str:
+    return " and ".join(names) if len(names) < 3 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def notes(res: Comparison) -> Sequence[str]:
+    """Which methods depend on the batch, named from the registry's flags."""
+    dep = [METHODS[k].label for k in res.methods if METHODS[k].batch_dependent]
+    differ = [METHODS[k].label for k in res.methods if METHODS[k].train_eval_differ]
+    if not dep:
+        return (f"None of the {len(res.methods)} methods depends on the batch size.",)
+    one = len(dep) == 1
+    text = f"Of the {len(res.methods)} methods, {'only ' if one else ''}{_and(dep)} "
+    text += "depends" if one else "depend"
+    text += " on the batch size"
+    if differ:
+        same = "computes" if len(differ) == 1 else "compute"
+        text += f"; {_and(differ)} {same} differently in training and inference"
+    alone = len(res.methods) - len(dep)
+    return (f"{text}. The other {alone} take their statistics from each sample alone.",)
+
+
+TABLES = Section(
+    slug="tables",
+    label="The methods side by side",
+    intro=INTRO,
+    run=run,
+    table=table,
+    notes=notes,
+)

@@ -1,0 +1,246 @@
+"""The audit engine: run the checklist on a torch model.
+
+Layers are found by type, their placement by tracing the model's graph with
+torch.fx back from each residual add, their input shapes with forward hooks, and
+the saved buffers from the state_dict.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+
+import torch
+import torch.fx as fx
+from torch import nn
+
+from normviz.choose.findings import (
+    BRANCH,
+    FINAL,
+    NONE,
+    POST,
+    PRE,
+    WEIGHT_LAYERS,
+    AuditError,
+    AuditReport,
+    NormFinding,
+    bias_is_needless,
+    method_of,
+    param_groups,
+)
+from normviz.core import NormConfigError, contract
+from normviz.layouts import LAYOUTS
+from normviz.methods import METHODS
+
+# ---- graph analysis with torch.fx -----------------------------------------------------
+
+_ADD_TARGETS = (operator.add, operator.iadd, torch.add)
+
+
+def _ancestors(node: fx.Node, memo: dict[fx.Node, frozenset[fx.Node]]) -> frozenset[fx.Node]:
+    """Every node `node` depends on (not itself); iterative, graphs can be deep."""
+    if node in memo:
+        return memo[node]
+    stack = [node]
+    while stack:
+        n = stack[-1]
+        pending = [a for a in n.all_input_nodes if a not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        acc: set[fx.Node] = set()
+        for a in n.all_input_nodes:
+            acc.add(a)
+            acc |= memo[a]
+        memo[n] = frozenset(acc)
+    return memo[node]
+
+
+def _is_add(node: fx.Node) -> bool:
+    if node.op == "call_function" and node.target in _ADD_TARGETS:
+        return True
+    return node.op == "call_method" and node.target in ("add", "add_")
+
+
+def residual_adds(graph: fx.Graph) -> list[tuple[fx.Node, fx.Node, fx.Node]]:
+    """(add, skip, branch) for every add whose one operand is computed from the other."""
+    memo: dict[fx.Node, frozenset[fx.Node]] = {}
+    out = []
+    for node in graph.nodes:
+        if not _is_add(node) or len(node.args) < 2:
+            continue
+        u, v = node.args[0], node.args[1]
+        if not (isinstance(u, fx.Node) and isinstance(v, fx.Node)):
+            continue
+        if u in _ancestors(v, memo):
+            out.append((node, u, v))
+        elif v in _ancestors(u, memo):
+            out.append((node, v, u))
+    return out
+
+
+def _is_pre(
+    norm: fx.Node,
+    adds: list[tuple[fx.Node, fx.Node, fx.Node]],
+    memo: dict[fx.Node, frozenset[fx.Node]],
+    within: fx.Node | None = None,
+) -> bool:
+    """True when `norm` opens a residual branch: it normalizes the add's skip operand.
+
+    `within`: only that add's branch counts.
+    """
+    inp = norm.args[0] if norm.args else None
+    return any(
+        skip is inp and (norm is branch or norm in _ancestors(branch, memo))
+        for add, skip, branch in adds
+        if within is None or add is within
+    )
+
+
+def _placement(
+    norm: fx.Node,
+    adds: list[tuple[fx.Node, fx.Node, fx.Node]],
+    memo: dict[fx.Node, frozenset[fx.Node]],
+    norms: list[fx.Node],
+) -> str:
+    """Where a norm node sits relative to the residual adds (see PLACEMENT_HELP)."""
+    inp = norm.args[0] if norm.args else None
+    if _is_pre(norm, adds, memo):
+        return PRE  # (checked first: in pre-norm the input is often the previous add)
+    fed_by_add = next((add for add, _, _ in adds if inp is add), None)
+    if fed_by_add is not None:
+        # a norm after a sum whose branch already opened with a norm is the final norm
+        # of a pre-norm stream (GPT-2's ln_f), not post-norm
+        if any(_is_pre(n, adds, memo, within=fed_by_add) for n in norms):
+            return FINAL
+        return POST
+    if any(
+        (norm is branch or norm in _ancestors(branch, memo))
+        and norm is not skip
+        and norm not in _ancestors(skip, memo)
+        for _, skip, branch in adds
+    ):
+        return BRANCH
+    if any(add in _ancestors(norm, memo) for add, _, _ in adds):
+        return FINAL
+    return NONE
+
+
+def _describe_axes(
+    method: str, shape: tuple[int, ...] | None, module: nn.Module
+) -> tuple[str, str]:
+    """(pooled axes, kept axes) named in the registry's layout letters when the shape fits one."""
+    groups = getattr(module, "num_groups", None) if METHODS[method].grouped else None
+    for layout in LAYOUTS.values():
+        if shape is None or len(shape) != layout.rank:
+            continue
+        if method in ("layer", "rms"):
+            # torch's LayerNorm/RMSNorm pool the trailing normalized_shape dims
+            want = tuple(getattr(module, "normalized_shape", ()))
+            if tuple(shape[len(shape) - len(want) :]) != want:
+                continue
+            con_axes = tuple(layout.axes[len(shape) - len(want) :])
+            if con_axes != METHODS[method].reduces[layout.key]:
+                continue
+        elif not layout.channel_first:
+            continue  # torch's BatchNorm/InstanceNorm/GroupNorm take channels at dim 1
+        try:
+            con = contract(method, layout.key, shape, groups=groups)
+        except NormConfigError:
+            continue
+        return ", ".join(con.axes), ", ".join(con.kept)
+    if method in ("layer", "rms"):
+        k = len(getattr(module, "normalized_shape", ()))
+        return f"the last {k} dim(s)", "all leading dims"
+    return "every dim but dim 1 (per channel)", "dim 1 (channels)"
+
+
+def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> AuditReport:
+    """Run the checklist on `model`, using `example` as input for shapes and tracing.
+
+    Raises:
+        AuditError: the model has no normalization layer or fails on the example.
+    """
+    modules = dict(model.named_modules())
+    norms = {n: m for n, m in modules.items() if method_of(m) is not None}
+    if not norms:
+        raise AuditError(f"{name} has no normalization layer to audit")
+    shapes: dict[str, tuple[int, ...]] = {}
+
+    def record(name: str) -> Callable[..., None]:
+        def hook(mod: nn.Module, args: tuple[object, ...], out: object) -> None:
+            if args and isinstance(args[0], torch.Tensor):
+                shapes.setdefault(name, tuple(args[0].shape))
+
+        return hook  # returns None, so the module's output is left as it is
+
+    hooks = [m.register_forward_hook(record(n)) for n, m in norms.items()]
+    was_training = model.training
+    try:
+        model.eval()  # eval: the audit must not move BatchNorm's running statistics
+        with torch.no_grad():
+            model(example)
+    except Exception as e:  # any failure of a user model is reported, not raised through
+        raise AuditError(f"{name} failed on an input of shape {tuple(example.shape)}: {e}") from e
+    finally:
+        for h in hooks:
+            h.remove()
+        model.train(was_training)
+
+    try:
+        graph = fx.symbolic_trace(model).graph
+        traced = True
+    except Exception:  # data-dependent control flow: placements stay unknown
+        graph, traced = None, False
+    memo: dict[fx.Node, frozenset[fx.Node]] = {}
+    adds = residual_adds(graph) if graph is not None else []
+    norm_nodes: dict[str, fx.Node] = {}
+    if graph is not None:
+        norm_nodes = {
+            str(n.target): n for n in graph.nodes if n.op == "call_module" and n.target in norms
+        }
+    state_keys = set(model.state_dict().keys())
+    findings = []
+    for n, m in norms.items():
+        method = method_of(m)
+        assert method is not None
+        node = norm_nodes.get(n)
+        placement = (
+            _placement(node, adds, memo, list(norm_nodes.values()))
+            if node is not None
+            else "unknown"
+        )
+        fed_by, fed_bias, needless = None, False, False
+        if node is not None and node.args and isinstance(node.args[0], fx.Node):
+            src = node.args[0]
+            if src.op == "call_module" and isinstance(modules[str(src.target)], WEIGHT_LAYERS):
+                fed_by = str(src.target)
+                fed_bias = modules[fed_by].bias is not None
+                # an output that also feeds something else needs its bias there
+                needless = fed_bias and len(src.users) == 1 and bias_is_needless(method)
+        running = tuple(
+            b
+            for b in ("running_mean", "running_var", "num_batches_tracked")
+            if getattr(m, b, None) is not None
+        )
+        axes, keeps = _describe_axes(method, shapes.get(n), m)
+        findings.append(
+            NormFinding(
+                name=n,
+                module_type=type(m).__name__,
+                method=method,
+                input_shape=shapes.get(n),
+                axes=axes,
+                keeps=keeps,
+                placement=placement,
+                has_gamma=getattr(m, "weight", None) is not None,
+                has_beta=getattr(m, "bias", None) is not None,
+                running_buffers=running,
+                buffers_in_state_dict=all(f"{n}.{b}" in state_keys for b in running),
+                fed_by=fed_by,
+                fed_by_bias=fed_bias,
+                needless_bias=needless,
+            )
+        )
+    return AuditReport(name, tuple(findings), len(adds), traced, param_groups(model))

@@ -1,0 +1,209 @@
+"""What the normalization checklist finds in a model: its layers, their placement, γ/β.
+
+The source texts end with a checklist: which normalization layers a model has and
+over which axes, whether each sits before or after its residual add, whether γ
+and β are there, whether a layer before BatchNorm carries a bias the mean
+subtraction removes anyway, whether running statistics exist and are saved, and
+whether normalization parameters are kept out of weight decay. This module holds
+the answers' shapes (`NormFinding`, `AuditReport`) and the rules that read the
+method registry; `engine.audit()` fills them in from a real model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from normviz.errors import NormConfigError
+from normviz.layouts import LAYOUTS
+from normviz.methods import METHODS
+
+
+class AuditError(NormConfigError):
+    """A model or file the audit cannot read; the message says why."""
+
+
+# ---- which torch module is which registry method -----------------------------------
+
+# Order matters: the first isinstance match wins.
+NORM_TYPES: tuple[tuple[type[nn.Module], str], ...] = (
+    (nn.modules.batchnorm._BatchNorm, "batch"),  # BatchNorm1d/2d/3d, SyncBatchNorm
+    (nn.modules.instancenorm._InstanceNorm, "instance"),
+    (nn.GroupNorm, "group"),
+    (nn.LayerNorm, "layer"),
+    (nn.RMSNorm, "rms"),
+)
+WEIGHT_LAYERS: tuple[type[nn.Module], ...] = (nn.Linear, nn.modules.conv._ConvNd)
+
+PRE, POST, BRANCH, FINAL, NONE = (
+    "pre-norm",
+    "post-norm",
+    "inside the residual branch",
+    "after the residual blocks, outside any branch",
+    "no residual connection",
+)
+PLACEMENT_HELP: dict[str, str] = {
+    PRE: "normalizes the input of a residual branch; the skip path bypasses it",
+    POST: "normalizes the sum x + F(x); every path goes through it",
+    BRANCH: "sits inside F, after a convolution or linear layer; the skip path bypasses it",
+    FINAL: "normalizes the stream after pre-norm residual blocks (a final norm), or later",
+    NONE: "the model has no residual add around it",
+}
+
+
+def method_of(module: nn.Module) -> str | None:
+    """The METHODS key of a torch normalization module, or None for anything else."""
+    for cls, key in NORM_TYPES:
+        if isinstance(module, cls):
+            return key
+    return None
+
+
+def bias_is_needless(method: str) -> bool:
+    """True when a per-channel bias just before this norm is cancelled by its mean.
+
+    That holds for centred methods with one statistic per channel (channel axis kept,
+    not grouped): BatchNorm and InstanceNorm. GroupNorm and LayerNorm subtract a mean
+    pooled over several channels, which cancels only the bias's average.
+    """
+    m = METHODS[method]
+    return (
+        m.centred
+        and not m.grouped
+        and all(LAYOUTS[k].channel not in m.reduces[k] for k in m.reduces)
+    )
+
+
+# ---- the findings --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NormFinding:
+    """One normalization layer of a model and what the checklist says about it."""
+
+    name: str  # module path, e.g. "blocks.0.ln1"
+    module_type: str  # "LayerNorm"
+    method: str  # METHODS key
+    input_shape: tuple[int, ...] | None  # seen by a forward hook on the example input
+    axes: str  # "N, H, W", from the registry contract for that shape
+    keeps: str  # axes that keep separate statistics
+    placement: str  # PRE, POST, BRANCH, FINAL or NONE
+    has_gamma: bool
+    has_beta: bool
+    running_buffers: tuple[str, ...]  # running-statistics buffers the module holds
+    buffers_in_state_dict: bool  # all of them are saved with the model
+    fed_by: str | None  # the conv/linear module whose output it normalizes
+    fed_by_bias: bool  # that layer has a bias
+    needless_bias: bool  # ... and this norm cancels it
+
+
+@dataclass(frozen=True)
+class ParamGroups:
+    """An optimizer recipe: which parameters get weight decay and which do not."""
+
+    decay: tuple[str, ...]  # weights of linear / conv layers (and other ≥ 2-D weights)
+    no_decay: tuple[str, ...]  # normalization γ/β and every bias
+    norm_params: tuple[str, ...]  # the γ/β among no_decay
+
+    def groups(self, model: nn.Module, weight_decay: float) -> list[dict[str, object]]:
+        """Parameter groups in the form torch.optim optimizers take."""
+        params = dict(model.named_parameters())
+        return [
+            {"params": [params[n] for n in self.decay], "weight_decay": weight_decay},
+            {"params": [params[n] for n in self.no_decay], "weight_decay": 0.0},
+        ]
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The checklist for one model."""
+
+    model_name: str
+    findings: tuple[NormFinding, ...]
+    residual_adds: int  # residual additions found in the traced graph
+    traced: bool  # False: torch.fx could not trace it, placements are unknown
+    param_groups: ParamGroups
+
+    def finding(self, name: str) -> NormFinding:
+        return next(f for f in self.findings if f.name == name)
+
+    @property
+    def placements(self) -> dict[str, str]:
+        return {f.name: f.placement for f in self.findings}
+
+    @property
+    def needless_biases(self) -> tuple[str, ...]:
+        return tuple(f.fed_by for f in self.findings if f.needless_bias and f.fed_by)
+
+    def checklist(self) -> tuple[tuple[str, str], ...]:
+        """(check, answer) pairs in the order of the source texts' checklist."""
+        fs = self.findings
+        kinds = sorted({f.module_type for f in fs}) or ["none"]
+        places = sorted({f.placement for f in fs})
+        running = [f for f in fs if f.running_buffers]
+        no_affine = [f.name for f in fs if not f.has_gamma]
+        no_beta = [f.name for f in fs if f.has_gamma and not f.has_beta]
+        batch_dep = sorted({f.module_type for f in fs if METHODS[f.method].batch_dependent})
+        return (
+            ("Normalization layers", f"{len(fs)}: {', '.join(kinds)}"),
+            ("Normalized axes", "; ".join(sorted({f"{f.module_type}: {f.axes}" for f in fs}))),
+            (
+                "Before or after the residual add",
+                ", ".join(places) if self.traced else "unknown (torch.fx could not trace it)",
+            ),
+            (
+                "Depends on the batch / differs train vs eval",
+                f"yes: {', '.join(batch_dep)}" if batch_dep else "no: statistics per sample",
+            ),
+            (
+                "γ and β present",
+                "all"
+                if not no_affine and not no_beta
+                else "; ".join(
+                    s
+                    for s in (
+                        f"no γ/β: {', '.join(no_affine)}" if no_affine else "",
+                        f"γ only (no β): {', '.join(no_beta)}" if no_beta else "",
+                    )
+                    if s
+                ),
+            ),
+            (
+                "Bias disabled before per-channel norms (BatchNorm, InstanceNorm)",
+                f"no: needless bias in {', '.join(self.needless_biases)}"
+                if self.needless_biases
+                else "yes, or no such layer",
+            ),
+            (
+                "Running statistics saved in the checkpoint",
+                "no running statistics"
+                if not running
+                else (
+                    "yes, in the state_dict"
+                    if all(f.buffers_in_state_dict for f in running)
+                    else "NO: some are not in the state_dict"
+                ),
+            ),
+            (
+                "Normalization parameters excluded from weight decay",
+                f"with the recipe below: {len(self.param_groups.norm_params)} norm parameters "
+                "and every bias get weight_decay=0",
+            ),
+        )
+
+
+def param_groups(model: nn.Module) -> ParamGroups:
+    """Decay the weights of linear/conv layers; exempt normalization γ/β and every bias."""
+    norm_names = {n for n, m in model.named_modules() if method_of(m) is not None}
+    decay, no_decay, norm_params = [], [], []
+    for name, p in model.named_parameters():
+        owner, _, leaf = name.rpartition(".")
+        if owner in norm_names:
+            no_decay.append(name)
+            norm_params.append(name)
+        elif leaf == "bias" or p.ndim < 2:
+            no_decay.append(name)
+        else:
+            decay.append(name)
+    return ParamGroups(tuple(decay), tuple(no_decay), tuple(norm_params))
