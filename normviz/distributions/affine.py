@@ -232,11 +232,5 @@ def notes(res: Affine) -> Sequence[str]:
 
 
 SECTION = Section(
-    slug="gamma-beta",
-    label="γ and β: giving the scale back",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=figure,
-    notes=notes,
+    "gamma-beta", "γ and β: giving the scale back", INTRO, run, KNOBS, figure, notes=notes
 )

@@ -157,10 +157,10 @@ def notes(comp: MethodsComparison) -> Sequence[str]:
 
 
 SECTION = Section(
-    slug="all-methods",
-    label="All five methods on the same input",
-    intro=INTRO,
-    run=run,
+    "all-methods",
+    "All five methods on the same input",
+    INTRO,
+    run,
     figure=make_methods_figure,
     notes=notes,
 )

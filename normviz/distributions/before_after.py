@@ -198,10 +198,10 @@ def notes(res: BeforeAfter) -> Sequence[str]:
 
 
 SECTION = Section(
-    slug="before-after",
-    label="Before and after: {method}",
-    intro=INTRO,
-    run=run,
+    "before-after",
+    "Before and after: {method}",
+    INTRO,
+    run,
     figure=figure,
     table=table,
     notes=notes,

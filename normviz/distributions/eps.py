@@ -170,12 +170,4 @@ def notes(sweep: EpsSweep) -> Sequence[str]:
     )
 
 
-SECTION = Section(
-    slug="eps",
-    label="ε: why it is there",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=figure,
-    notes=notes,
-)
+SECTION = Section("eps", "ε: why it is there", INTRO, run, KNOBS, figure, notes=notes)

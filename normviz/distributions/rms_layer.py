@@ -201,11 +201,5 @@ def notes(res: RmsVsLayer) -> Sequence[str]:
 
 
 SECTION = Section(
-    slug="rms-vs-layer",
-    label="RMSNorm vs LayerNorm",
-    intro=INTRO,
-    run=run,
-    figure=figure,
-    table=table,
-    notes=notes,
+    "rms-vs-layer", "RMSNorm vs LayerNorm", INTRO, run, figure=figure, table=table, notes=notes
 )

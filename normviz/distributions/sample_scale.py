@@ -131,12 +131,7 @@ def notes(res: ScaleTable) -> Sequence[str]:
 
 
 SECTION = Section(
-    slug="sample-scale",
-    label="Per-sample scale: what LayerNorm forgets",
-    intro=INTRO,
-    run=run,
-    table=table,
-    notes=notes,
+    "sample-scale", "Per-sample scale: what LayerNorm forgets", INTRO, run, table=table, notes=notes
 )
 
 
@@ -172,10 +167,10 @@ def notes_rms(res: SampleRms) -> Sequence[str]:
 
 
 RMS_SECTION = Section(
-    slug="sample-rms",
-    label="Per-sample scale on data made for it",
-    intro=RMS_INTRO,
-    run=run_rms,
+    "sample-rms",
+    "Per-sample scale on data made for it",
+    RMS_INTRO,
+    run_rms,
     table=table_rms,
     notes=notes_rms,
 )

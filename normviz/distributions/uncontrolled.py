@@ -130,10 +130,5 @@ def notes(res: Uncontrolled) -> Sequence[str]:
 
 
 SECTION = Section(
-    slug="uncontrolled",
-    label="What {method} does not control",
-    intro=INTRO,
-    run=run,
-    table=table,
-    notes=notes,
+    "uncontrolled", "What {method} does not control", INTRO, run, table=table, notes=notes
 )
