@@ -24,7 +24,7 @@ from benchmarks.common import (
     shape_label,
 )
 from normviz import STANDARD_METHODS
-from ui.params import PAGE_PARAMS, max_elements
+from ui.params import PAGE_PARAMS, fmt, max_elements
 
 LIMIT = 1_000_000
 
@@ -55,10 +55,10 @@ def runs(page: str, quick: bool) -> Iterator[tuple[str, object]]:
 def page_param_runs(page: str) -> Iterator[tuple[str, object]]:
     """The page's own numeric URL parameters at their maxima, each choice in turn."""
     params = PAGE_PARAMS.get(page, ())
-    top = {p.name: p.format(p.hi) for p in params if p.choices is None and p.hi is not None}
+    top = {p.name: fmt(p.hi) for p in params if p.choices is None and p.hi is not None}
     for p in params:
         for c in p.choices or ():
-            at = app_test(page, {**top, p.name: p.format(c)})
+            at = app_test(page, {**top, p.name: fmt(c)})
             at.run()
             yield f"{p.name}={c}, numbers at max", at
 

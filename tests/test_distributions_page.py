@@ -24,9 +24,14 @@ from conftest import (
 )
 from streamlit.testing.v1 import AppTest
 
-from normviz import LAYOUTS, METHODS, STANDARD_METHODS, normalize, stats
+from normviz import LAYOUTS, METHODS, STANDARD_METHODS, contract, normalize
 from normviz.data import GENERATORS, generate, sample_scales
-from normviz.figures import distributions as figs
+from normviz.distributions.affine import affine_demo, make_affine_figure
+from normviz.distributions.all_methods import compare_methods, make_methods_figure
+from normviz.distributions.before_after import make_before_after_figure
+from normviz.distributions.eps import eps_sweep, make_eps_figure
+from normviz.distributions.histograms import histogram
+from normviz.distributions.rms_layer import cosine_per_vector, make_cosine_figure
 from ui.params import PAGE_PARAMS, fmt, max_elements
 
 PAGE = "distributions"
@@ -207,7 +212,8 @@ def test_large_input_demonstrates_on_its_leading_part() -> None:
         ({"B": "-3"}, "`B"),
         ({"seed": "1e400"}, "`seed"),
         ({"method": "group", "groups": "3"}, "cannot run"),  # 3 does not divide C = 8
-        ({"method": "batch", "B": "1", "T": "1"}, "cannot run"),
+        # torch's own refusal: shown as the lesson (an info box), naming the one value
+        ({"method": "batch", "B": "1", "T": "1"}, "more than 1 value per channel"),
         ({"method": "custom", "axes": ""}, "`axes"),
         ({"layout": "NCHW", "N": "256", "C": "256", "H": "512", "W": "512"}, "cap"),
     ],
@@ -215,7 +221,7 @@ def test_large_input_demonstrates_on_its_leading_part() -> None:
 def test_hostile_urls(query: dict[str, str], expect: str) -> None:
     at = run_app(PAGE, query)
     assert_clean(at)
-    said = "\n".join([w.value for w in at.warning] + [e.value for e in at.error])
+    said = "\n".join([w.value for w in (*at.warning, *at.error, *at.info)])
     assert expect in said, said
 
 
@@ -320,13 +326,13 @@ def test_every_figure_is_small_at_the_element_cap(layout: str) -> None:
     x = generate("outliers", layout, shape, 0)
     y = normalize(x, "group", layout, groups=4).output
     built = [
-        figs.make_before_after_figure(stats.histogram(x), stats.histogram(y), "group"),
-        figs.make_methods_figure(stats.compare_methods(x, layout, groups=4)),
-        figs.make_affine_figure(
-            stats.affine_demo(x, "batch", layout, "per-channel", 2.0, 1.0), "batch"
+        make_before_after_figure(histogram(x), histogram(y), "group"),
+        make_methods_figure(compare_methods(x, layout, groups=4)),
+        make_affine_figure(
+            affine_demo(x, contract("batch", layout, shape), "per-channel", 2.0, 1.0), "batch"
         ),
-        figs.make_eps_figure(stats.eps_sweep(x, "layer", layout), 1e-5),
-        figs.make_cosine_figure(stats.cosine_per_vector(x, layout)),
+        make_eps_figure(eps_sweep(x, contract("layer", layout, shape)), 1e-5),
+        make_cosine_figure(cosine_per_vector(x, layout)),
     ]
     for fig in built:
         assert len(fig.to_json()) <= FIG_BUDGET
@@ -336,23 +342,23 @@ def test_every_figure_is_small_at_the_element_cap(layout: str) -> None:
 def test_figure_traces_and_titles() -> None:
     x = generate("constant", "BTC", (4, 6, 8), 0)
     y = normalize(x, "layer", "BTC", eps=0.0).output
-    fig = figs.make_before_after_figure(stats.histogram(x), stats.histogram(y), "layer")
+    fig = make_before_after_figure(histogram(x), histogram(y), "layer")
     assert [t.type for t in fig.data] == ["bar", "bar"]
     assert sum(fig.data[0].y) == x.numel()
     assert sum(fig.data[1].y) == x.numel() - 48  # the blank sample's 6·8 values are NaN
     assert "48 NaN" in fig.layout.annotations[1].text
-    comp = stats.compare_methods(generate("normal", "BTC", (2, 1, 6), 0), "BTC", groups=4)
-    fig = figs.make_methods_figure(comp)
+    comp = compare_methods(generate("normal", "BTC", (2, 1, 6), 0), "BTC", groups=4)
+    fig = make_methods_figure(comp)
     names = [t.name for t in fig.data]
     assert names == ["input", "BatchNorm", "LayerNorm", "RMSNorm"]
     notes = [a.text for a in fig.layout.annotations if a.text.startswith("cannot run")]
     assert len(notes) == 2 and any("divisible" in n for n in notes)
-    sweep = stats.eps_sweep(x, "layer", "BTC")
-    fig = figs.make_eps_figure(sweep, 1e-5)
+    sweep = eps_sweep(x, contract("layer", "BTC", tuple(x.shape)))
+    fig = make_eps_figure(sweep, 1e-5)
     assert fig.layout.xaxis.type == "log"
     assert any("constant group" in (t.name or "") for t in fig.data)
     assert any("48 NaN" in a.text for a in fig.layout.annotations)
-    cos = figs.make_cosine_figure(stats.cosine_per_vector(x, "BTC"))
+    cos = make_cosine_figure(cosine_per_vector(x, "BTC"))
     assert [t.name for t in cos.data] == ["LayerNorm", "RMSNorm"]
     assert sum(cos.data[1].y) == 18  # 24 tokens, 6 of them all-zero
 
@@ -410,7 +416,7 @@ def test_axes_make_room_for_their_tick_labels() -> None:
     """The house template turns on automargin: with apply()'s compact margins, tick
     labels were cut off and axis titles drawn over them without it (seen in Chromium)."""
     x = generate("channels", "BTC", (4, 6, 8), 0)
-    fig = figs.make_before_after_figure(stats.histogram(x), stats.histogram(x), "batch")
+    fig = make_before_after_figure(histogram(x), histogram(x), "batch")
     spec = json.loads(fig.to_json())
     axes = spec["layout"]["template"]["layout"]
     assert axes["xaxis"]["automargin"] is True and axes["yaxis"]["automargin"] is True

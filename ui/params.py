@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from normviz import choose
+from normviz import choose, distributions
 from normviz.core import Contract, NormConfigError, contract, parse_axes
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.knobs import Knob, Value
@@ -294,12 +294,7 @@ PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
             ),
         ),
     ),
-    "distributions": (
-        Param("affine", "scalar", choices=("scalar", "per-channel")),
-        Param("gamma", 2.0, lo=0.1, hi=5.0),
-        Param("beta", 1.0, lo=-3.0, hi=3.0),
-        Param("edata", "constant", choices=("constant", "current")),
-    ),
+    "distributions": distributions.KNOBS,
     # Depths and steps are capped below what normviz.residual allows: they keep the
     # worst first run of the page to seconds on two cores.
     "residual": (

@@ -1,4 +1,4 @@
-"""normviz.stats against torch.nn: group tables, uncontrolled moments, γ/β, ε, cosine, scale."""
+"""normviz.distributions against torch.nn: group tables, moments left alone, γ/β, ε, cosine."""
 
 from __future__ import annotations
 
@@ -11,27 +11,21 @@ import torch
 from torch import nn
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, NormConfigError
+from normviz.core import contract
 from normviz.data import generate
+from normviz.distributions import before_after
+from normviz.distributions.affine import affine_demo, affine_params, recover_input
+from normviz.distributions.all_methods import compare_methods
+from normviz.distributions.before_after import group_table
+from normviz.distributions.downloads import csv_bytes, npy_bytes
+from normviz.distributions.eps import eps_sweep
+from normviz.distributions.histograms import histogram
+from normviz.distributions.moments import channel_moments
+from normviz.distributions.rms_layer import cosine_per_vector, cost_table, time_layer_vs_rms
+from normviz.distributions.sample_scale import sample_rms, scale_invariance
+from normviz.distributions.setup import leading_shape
+from normviz.distributions.uncontrolled import uncontrolled
 from normviz.io import load_tensor
-from normviz.stats import (
-    affine_demo,
-    affine_params,
-    channel_moments,
-    compare_methods,
-    cosine_per_vector,
-    cost_table,
-    csv_bytes,
-    eps_sweep,
-    group_table,
-    histogram,
-    leading_shape,
-    npy_bytes,
-    recover_input,
-    sample_rms,
-    scale_invariance,
-    time_layer_vs_rms,
-    uncontrolled,
-)
 from ui.params import EPS_CHOICES
 
 SHAPES = {"BTC": (3, 5, 8), "NCHW": (3, 4, 3, 5)}
@@ -115,6 +109,11 @@ def _kw(method: str) -> dict:
     return {"groups": G} if METHODS[method].grouped else {}
 
 
+def con(x: torch.Tensor, method: str, layout: str, **kw) -> object:
+    """The resolved contract the compute functions take."""
+    return contract(method, layout, tuple(x.shape), **kw)
+
+
 CASES = [(m, lay) for lay in LAYOUTS for m in STANDARD_METHODS]
 
 
@@ -124,7 +123,7 @@ CASES = [(m, lay) for lay in LAYOUTS for m in STANDARD_METHODS]
 @pytest.mark.parametrize(("method", "layout"), CASES)
 def test_group_table_matches_torch(method: str, layout: str) -> None:
     x = generate("channels", layout, SHAPES[layout], 7)
-    tab = group_table(x, method, layout, **_kw(method))
+    tab = group_table(x, con(x, method, layout, **_kw(method)))
     before = oracle_groups(x, method, layout)
     after = oracle_groups(torch_norm(x, method, layout), method, layout)
     df = tab.table
@@ -149,21 +148,22 @@ def test_group_table_matches_torch(method: str, layout: str) -> None:
 
 def test_group_table_names_the_groups() -> None:
     x = generate("normal", "BTC", (2, 3, 4), 0)
-    layer = group_table(x, "layer", "BTC").table
+    layer = group_table(x, con(x, "layer", "BTC")).table
     assert list(layer.columns[:2]) == ["B", "T"]
     assert list(zip(layer["B"], layer["T"], strict=True)) == [
         (b, t) for b in (0, 1) for t in (0, 1, 2)
     ]
-    grp = group_table(x, "group", "BTC", groups=2)
+    grp = group_table(x, con(x, "group", "BTC", groups=2))
     assert grp.axes == ("T", "C/G") and grp.kept == ("B", "G")
     assert list(grp.table.columns[:2]) == ["B", "G"]
-    batch = group_table(generate("normal", "NCHW", (2, 3, 2, 2), 0), "batch", "NCHW")
+    xn = generate("normal", "NCHW", (2, 3, 2, 2), 0)
+    batch = group_table(xn, con(xn, "batch", "NCHW"))
     assert list(batch.table["C"]) == [0, 1, 2] and batch.axes == ("N", "H", "W")
 
 
 def test_group_table_custom_axes() -> None:
     x = generate("channels", "BTC", (3, 4, 5), 1)
-    tab = group_table(x, "custom", "BTC", axes=("B",), centred=False)
+    tab = group_table(x, con(x, "custom", "BTC", axes=("B",), centred=False))
     rows = x.double().permute(1, 2, 0).reshape(20, 3)  # one group per (T, C), pooled over B
     y = rows / torch.sqrt(rows.square().mean(1, keepdim=True) + 1e-5)
     np.testing.assert_allclose(tab.table["mean square after"], y.square().mean(1), atol=1e-5)
@@ -171,16 +171,15 @@ def test_group_table_custom_axes() -> None:
 
 
 def test_group_table_caps_the_csv_rows(monkeypatch: pytest.MonkeyPatch) -> None:
-    import normviz.stats as ns
-
-    monkeypatch.setattr(ns, "CSV_ROWS", 10)
-    tab = group_table(generate("normal", "BTC", (4, 6, 8), 0), "layer", "BTC")
+    monkeypatch.setattr(before_after, "CSV_ROWS", 10)
+    x = generate("normal", "BTC", (4, 6, 8), 0)
+    tab = group_table(x, con(x, "layer", "BTC"))
     assert len(tab.table) == 10 and tab.n_groups == 24 and len(tab.head) == 10
 
 
 def test_group_table_refuses_what_cannot_run() -> None:
     with pytest.raises(NormConfigError, match="divisible"):
-        group_table(torch.zeros(2, 3, 8), "group", "BTC", groups=3)
+        group_table(torch.zeros(2, 3, 8), con(torch.zeros(2, 3, 8), "group", "BTC", groups=3))
 
 
 # ---- the moments a method leaves alone ------------------------------------------------
@@ -188,7 +187,7 @@ def test_group_table_refuses_what_cannot_run() -> None:
 
 def test_after_layernorm_the_feature_means_over_the_batch_are_not_zero() -> None:
     x = generate("channels", "BTC", (4, 6, 8), 0)
-    df = uncontrolled(x, "layer", "BTC")
+    df = uncontrolled(x, con(x, "layer", "BTC"))
     y = torch_norm(x, "layer", "BTC").double()
     feature_means = y.mean(dim=(0, 1))  # BatchNorm's groups, computed by hand
     row = df.loc["BatchNorm"]
@@ -200,7 +199,7 @@ def test_after_layernorm_the_feature_means_over_the_batch_are_not_zero() -> None
 
 def test_after_batchnorm_a_token_is_not_standardized() -> None:
     x = generate("channels", "BTC", (4, 6, 8), 0)
-    df = uncontrolled(x, "batch", "BTC")
+    df = uncontrolled(x, con(x, "batch", "BTC"))
     y = torch_norm(x, "batch", "BTC").double()
     tok = y.var(dim=2, correction=0)  # one token's features
     row = df.loc["LayerNorm / RMSNorm"]
@@ -212,23 +211,28 @@ def test_after_batchnorm_a_token_is_not_standardized() -> None:
 
 def test_instance_norm_also_standardizes_batchnorms_groups() -> None:
     """Equal-size groups with mean 0, variance 1 pool to mean 0, variance 1: read off numbers."""
-    df = uncontrolled(generate("channels", "NCHW", (3, 4, 5, 5), 0), "instance", "NCHW")
+    x = generate("channels", "NCHW", (3, 4, 5, 5), 0)
+    df = uncontrolled(x, con(x, "instance", "NCHW"))
     assert df.loc["BatchNorm", "what holds"] == "mean 0 and variance 1"
     assert df.loc["BatchNorm", "this method"] == ""
     assert df.loc["InstanceNorm", "this method"] == "◀"
 
 
 def test_rms_holds_the_mean_square_only() -> None:
-    df = uncontrolled(generate("channels", "BTC", (4, 6, 8), 0), "rms", "BTC")
+    x = generate("channels", "BTC", (4, 6, 8), 0)
+    df = uncontrolled(x, con(x, "rms", "BTC"))
     assert df.loc["LayerNorm / RMSNorm", "what holds"] == "mean square 1"
 
 
-def test_views_follow_the_registry_and_skip_an_impossible_groupnorm() -> None:
+def test_views_follow_the_registry_and_show_an_impossible_groupnorm() -> None:
     x = generate("normal", "NCHW", (2, 6, 3, 3), 0)
-    assert "GroupNorm" in uncontrolled(x, "batch", "NCHW", view_groups=3).index
-    assert "GroupNorm" not in uncontrolled(x, "batch", "NCHW", view_groups=4).index
+    batch = con(x, "batch", "NCHW")
+    assert "GroupNorm" in uncontrolled(x, batch, groups=3).index
+    # a G that cannot split C: the GroupNorm view stays, showing the refusal and the divisors
+    refused = uncontrolled(x, batch, groups=4).loc["GroupNorm", "what holds"]
+    assert refused.startswith("cannot run") and "divisible" in refused and "1, 2, 3, 6" in refused
     # G = 1 groups exactly like LayerNorm in NCHW: one row, both names
-    one = uncontrolled(x, "batch", "NCHW", view_groups=1)
+    one = uncontrolled(x, batch, groups=1)
     assert "LayerNorm / GroupNorm / RMSNorm" in one.index
 
 
@@ -313,7 +317,7 @@ def test_affine_params() -> None:
 @pytest.mark.parametrize(("method", "layout"), CASES)
 def test_affine_demo_matches_torch(method: str, layout: str) -> None:
     x = generate("channels", layout, SHAPES[layout], 2)
-    demo = affine_demo(x, method, layout, "per-channel", 2.0, 0.5, **_kw(method))
+    demo = affine_demo(x, con(x, method, layout, **_kw(method)), "per-channel", 2.0, 0.5)
     ref = torch_norm(x, method, layout, weight=demo.weight, bias=demo.bias)
     moments = channel_moments(ref, layout)
     np.testing.assert_allclose(demo.channels["mean"], moments["mean"], atol=1e-5)
@@ -356,7 +360,7 @@ def test_only_per_channel_statistics_can_be_undone() -> None:
 def test_eps_sweep_matches_torch_at_every_eps(method: str, layout: str) -> None:
     lay = LAYOUTS[layout]
     x = generate("constant", layout, tuple(lay.defaults[a] for a in lay.axes), 0)
-    sweep = eps_sweep(x, method, layout, **_kw(method))
+    sweep = eps_sweep(x, con(x, method, layout, **_kw(method)))
     assert list(sweep.eps) == sorted(EPS_CHOICES)
     assert sweep.zero_groups >= 1
     for i, eps in enumerate(sweep.eps):
@@ -373,7 +377,8 @@ def test_eps_sweep_matches_torch_at_every_eps(method: str, layout: str) -> None:
 
 
 def test_eps_sweep_without_constant_groups_has_no_nan() -> None:
-    sweep = eps_sweep(generate("channels", "BTC", (4, 6, 8), 0), "batch", "BTC")
+    x = generate("channels", "BTC", (4, 6, 8), 0)
+    sweep = eps_sweep(x, con(x, "batch", "BTC"))
     assert sweep.zero_groups == 0 and (sweep.nan_values == 0).all()
     assert sweep.var_after_max[-1] < 1  # ε = 1 shrinks even the widest group
 
@@ -459,7 +464,8 @@ def test_layernorm_forgets_the_per_sample_scale() -> None:
 def test_downloads_round_trip() -> None:
     y = torch.randn(2, 3, 4)
     np.testing.assert_array_equal(load_tensor(npy_bytes(y), "out.npy").numpy(), y.numpy())
-    tab = group_table(generate("normal", "BTC", (2, 3, 4), 0), "layer", "BTC")
+    x = generate("normal", "BTC", (2, 3, 4), 0)
+    tab = group_table(x, con(x, "layer", "BTC"))
     back = pd.read_csv(io.BytesIO(csv_bytes(tab.table)))
     assert list(back.columns) == list(tab.table.columns)
     np.testing.assert_allclose(back["variance after"], tab.table["variance after"])

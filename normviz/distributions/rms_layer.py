@@ -1,0 +1,205 @@
+"""RMSNorm vs LayerNorm: direction, cost and time.
+
+RMSNorm divides each vector by its root mean square and subtracts nothing, so the
+vector keeps its direction (cosine 1). LayerNorm first subtracts the vector's mean,
+which turns it unless that mean is 0: cos = σ / sqrt(σ² + μ²).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+
+from normviz import style
+from normviz.core import as_tensor, contract, normalize
+from normviz.distributions.histograms import Tensorish, bars, histogram
+from normviz.distributions.setup import Setup, input_tensor
+from normviz.errors import NormConfigError
+from normviz.knobs import Value
+from normviz.layouts import LAYOUTS
+from normviz.methods import METHODS
+from normviz.sections import Progress, Section
+
+INTRO = (
+    "RMSNorm divides each vector by its root mean square and subtracts nothing, so "
+    "the vector keeps its direction (cosine 1). LayerNorm first subtracts the vector's "
+    "mean: when that mean is not 0 the vector turns, and the further from centred it "
+    "was, the more. In exchange, RMSNorm leaves a shared offset in place."
+)
+
+
+@dataclass(frozen=True, eq=False)
+class CosineComparison:
+    """Per-vector cosine similarity of input and output, LayerNorm vs RMSNorm."""
+
+    layout: str
+    vector_axes: tuple[str, ...]  # what one vector spans: ("C",) or ("C", "H", "W")
+    layer: np.ndarray  # cos(x, LayerNorm(x)) per vector
+    rms: np.ndarray  # cos(x, RMSNorm(x)) per vector
+    zero_vectors: int  # all-zero vectors, where the cosine is undefined (left out)
+    mean_offset: np.ndarray  # |μ| / RMS per vector: how far from centred each vector is
+
+
+def cosine_per_vector(x: Tensorish, layout: str, eps: float = 1e-5) -> CosineComparison:
+    """cos(x, y) for each vector RMSNorm normalizes (a token in BTC, a sample in NCHW)."""
+    x = as_tensor(x)
+    con = contract("rms", layout, tuple(x.shape))
+    xv = x.reshape(con.expanded_shape)
+    dims = con.reduce_dims
+    norm = torch.linalg.vector_norm(xv, dim=dims).reshape(-1)
+
+    def cos(y: torch.Tensor) -> torch.Tensor:
+        yv = y.reshape(con.expanded_shape)
+        num = (xv * yv).sum(dims).reshape(-1)
+        return num / (norm * torch.linalg.vector_norm(yv, dim=dims).reshape(-1))
+
+    nonzero = norm > 0
+    mean = xv.mean(dims).reshape(-1)
+    rms = norm / math.sqrt(con.group_size)
+    layer = cos(normalize(x, "layer", layout, eps=eps).output)
+    rmsn = cos(normalize(x, "rms", layout, eps=eps).output)
+    return CosineComparison(
+        layout,
+        con.axes,
+        layer[nonzero].double().numpy(),
+        rmsn[nonzero].double().numpy(),
+        int((~nonzero).sum()),
+        (mean[nonzero].abs() / rms[nonzero]).double().numpy(),
+    )
+
+
+def cost_table(layout: str, shape: tuple[int, ...]) -> pd.DataFrame:
+    """What LayerNorm and RMSNorm compute per vector of m values, and their parameters."""
+    rows = []
+    for key in ("layer", "rms"):
+        con = contract(key, layout, shape)
+        c = con.centred
+        rows.append(
+            {
+                "method": METHODS[key].label,
+                "statistics per vector": "mean and variance" if c else "mean square",
+                "sums over the m values": "Σx, Σ(x − μ)²" if c else "Σx²",
+                f"arithmetic (m = {con.group_size:,})": (
+                    "≈ 5 per value, +2 for γ, β" if c else "≈ 3 per value, +1 for γ"
+                ),
+                "learned parameters": "γ and β" if c else "γ only",
+                "keeps direction": "only when μ = 0" if c else "always",
+            }
+        )
+    return pd.DataFrame(rows).set_index("method")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call of torch's own LayerNorm and RMSNorm modules on one input."""
+
+    layer: float
+    rms: float
+
+    @property
+    def ratio(self) -> float:
+        return self.rms / self.layer if self.layer > 0 else math.nan
+
+
+def time_layer_vs_rms(x: Tensorish, layout: str, repeats: int = 3) -> Timing:
+    """Best-of-`repeats` wall time of nn.LayerNorm and nn.RMSNorm over the same axes."""
+    x = as_tensor(x).float()
+    lay = LAYOUTS[layout]
+    con = contract("layer", layout, tuple(x.shape))
+    where = [i for i, a in enumerate(lay.axes) if a in con.reduced]
+    dims = [x.shape[i] for i in where]
+    if where != list(range(x.ndim - len(dims), x.ndim)):
+        raise NormConfigError("LayerNorm's axes are not the trailing ones: no torch module")
+    out = {}
+    with torch.no_grad():
+        for name, mod in (
+            ("layer", torch.nn.LayerNorm(dims)),
+            ("rms", torch.nn.RMSNorm(dims, eps=1e-5)),
+        ):
+            mod(x)  # warm-up: the first call pays one-off setup costs
+            best = math.inf
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                mod(x)
+                best = min(best, time.perf_counter() - t0)
+            out[name] = best
+    return Timing(out["layer"], out["rms"])
+
+
+@dataclass(frozen=True, eq=False)
+class RmsVsLayer:
+    cosine: CosineComparison
+    costs: pd.DataFrame  # index: method
+    timing: Timing
+
+
+def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> RmsVsLayer:
+    x = input_tensor(setup)
+    cmp = cosine_per_vector(x, setup.layout, setup.eps)
+    progress(0.7, "timing torch's modules")
+    return RmsVsLayer(
+        cmp, cost_table(setup.layout, setup.shape), time_layer_vs_rms(x, setup.layout)
+    )
+
+
+def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Figure:
+    """How far each vector turns: cos(x, LayerNorm(x)) vs cos(x, RMSNorm(x))."""
+    both = np.concatenate([cmp.layer, cmp.rms]) if cmp.layer.size else np.ones(1)
+    lo = min(float(np.nanmin(both)), 0.99)
+    rng = (lo, 1.0 + 1e-9)
+    fig = go.Figure()
+    for key, values in (("layer", cmp.layer), ("rms", cmp.rms)):
+        h = histogram(np.clip(values, lo, 1.0), bins=40, value_range_=rng)
+        fig.add_trace(bars(h, style.METHOD_COLOURS[key], METHODS[key].label, opacity=0.7))
+    what = _vector_word(cmp)
+    fig.update_layout(
+        title=f"Cosine similarity of each {what}'s vector before and after",
+        barmode="overlay",
+        bargap=0,
+        legend={"orientation": "h", "y": -0.25},
+    )
+    fig.update_xaxes(title_text="cos(x, y): 1 = same direction")
+    fig.update_yaxes(title_text=f"{what}s")
+    return style.apply(fig, presenter, height=360)
+
+
+def _vector_word(cmp: CosineComparison) -> str:
+    return "token" if cmp.vector_axes == ("C",) else "sample"
+
+
+def figure(res: RmsVsLayer, presenter: bool) -> go.Figure:
+    return make_cosine_figure(res.cosine, presenter)
+
+
+def table(res: RmsVsLayer) -> pd.DataFrame:
+    return res.costs.reset_index()
+
+
+def notes(res: RmsVsLayer) -> Sequence[str]:
+    cmp, t = res.cosine, res.timing
+    out = []
+    if cmp.layer.size:
+        out.append(
+            f"Over {cmp.layer.size:,} {_vector_word(cmp)}s, LayerNorm's smallest cosine is "
+            f"{float(cmp.layer.min()):.4f}, RMSNorm's {float(cmp.rms.min()):.4f}."
+        )
+    if cmp.zero_vectors:
+        out.append(f"{cmp.zero_vectors:,} all-zero vector(s) have no direction: left out.")
+    out.append(
+        f"The table says what each costs per vector of m values. torch's own modules on this "
+        f"input, best of 3 on this server: LayerNorm {t.layer * 1e3:.2f} ms, RMSNorm "
+        f"{t.rms * 1e3:.2f} ms. Small tensors measure call overhead more than arithmetic."
+    )
+    return out
+
+
+SECTION = Section(
+    "rms-vs-layer", "RMSNorm vs LayerNorm", INTRO, run, figure=figure, table=table, notes=notes
+)
