@@ -75,13 +75,16 @@ def result(page: str, section: Section, setup: Any, knobs: Mapping[str, Value]) 
 
 
 def table(df: pd.DataFrame, fmt: str = "%.4g") -> None:
-    """A read-only table; floats shown with `fmt`."""
+    """A read-only table; floats shown with `fmt`; row labels (an index that is not just
+    0..n-1) are shown."""
     config = {
         c: st.column_config.NumberColumn(format=fmt)
         for c in df.columns
         if pd.api.types.is_float_dtype(df[c])
     }
-    st.dataframe(df, hide_index=True, column_config=config, width="stretch")
+    st.dataframe(
+        df, hide_index=isinstance(df.index, pd.RangeIndex), column_config=config, width="stretch"
+    )
 
 
 def show(
