@@ -33,6 +33,7 @@ from normviz.residual.model import (
 )
 from normviz.sections import Progress, Section
 
+LABEL = "At initialization: scale and gradients, block by block"
 INTRO = (
     "Before any training, push one batch through a stack of L blocks and back. "
     "The left panel is the size of the residual stream after each block, the middle "
@@ -253,12 +254,4 @@ def notes(profile: InitProfile) -> tuple[str, ...]:
     return (*(f"- {n}" for n in profile.notes()), INIT_NOTE)
 
 
-SECTION = Section(
-    slug="init",
-    label="At initialization: scale and gradients, block by block",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=make_depth_figure,
-    notes=notes,
-)
+SECTION = Section("init", LABEL, INTRO, run, KNOBS, make_depth_figure, notes=notes)

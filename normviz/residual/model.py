@@ -98,17 +98,11 @@ class FeatureMLP(nn.Module):
         return self.fc2(F.relu(self.fc1(x)))
 
 
-class TokenMLP(nn.Module):
+class TokenMLP(FeatureMLP):
     """An MLP along the token axis (B, T, d) -> (B, T, d): tokens exchange information."""
 
-    def __init__(self, t: int) -> None:
-        super().__init__()
-        self.fc1 = nn.Linear(t, 4 * t)
-        self.fc2 = nn.Linear(4 * t, t)
-        _he_init(self.fc1, self.fc2)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.fc2(F.relu(self.fc1(x.transpose(1, 2)))).transpose(1, 2)
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)
 
 
 def _he_init(fc1: nn.Linear, fc2: nn.Linear) -> None:

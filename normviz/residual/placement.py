@@ -39,13 +39,6 @@ class Card:
     caption: str
 
 
-@dataclass(frozen=True)
-class Placements:
-    """The placements the page compares, side by side."""
-
-    cards: tuple[Card, ...]
-
-
 CARDS: tuple[Card, ...] = (
     Card(
         PLACEMENT_LABELS["pre"].capitalize(),
@@ -62,9 +55,16 @@ CARDS: tuple[Card, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class Placements:
+    """The placements the page compares, side by side."""
+
+    cards: tuple[Card, ...]
+
+
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Placements:
     """The formulas (nothing to compute: the other sections measure what they imply)."""
     return Placements(CARDS)
 
 
-SECTION = Section(slug="placement", label="Where the norm sits", intro=INTRO, run=run)
+SECTION = Section("placement", "Where the norm sits", INTRO, run)

@@ -17,20 +17,9 @@ import torch
 
 from normviz import style
 from normviz.knobs import Knob, Value
+from normviz.residual import model
 from normviz.residual.curves import PLACEMENT_COLOURS, hover, line, rounded
-from normviz.residual.model import (
-    PLACEMENT_LABELS,
-    PLACEMENTS,
-    ResidualConfigError,
-    Setup,
-    StackConfig,
-    build_stack,
-    check_int,
-    make_task,
-    stack_config,
-    stack_knobs,
-    task_loss,
-)
+from normviz.residual.model import PLACEMENT_LABELS, PLACEMENTS, Setup, StackConfig
 from normviz.sections import Progress, Section
 
 INTRO = (
@@ -47,7 +36,7 @@ STALL_FRACTION = 0.5  # a run that does not at least halve its loss counts as st
 # Depth and steps are capped below what the model allows: they keep the worst first
 # run of the page to seconds on two cores.
 KNOBS: tuple[Knob, ...] = (
-    *stack_knobs("tr_"),
+    *model.stack_knobs("tr_"),
     Knob("tr_depth", 12, lo=1, hi=32, label="Depth L (blocks)"),
     Knob("lr", 1e-2, choices=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), label="Learning rate"),
     Knob("tr_steps", 80, lo=10, hi=200, label="Adam steps"),
@@ -90,9 +79,9 @@ def _check_lr(lr: float) -> float:
     try:
         lr = float(lr)
     except (TypeError, ValueError) as e:
-        raise ResidualConfigError(f"learning rate must be a number, got {lr!r}") from e
+        raise model.ResidualConfigError(f"learning rate must be a number, got {lr!r}") from e
     if not 0 < lr <= 1:
-        raise ResidualConfigError(f"learning rate must be in (0, 1], got {lr}")
+        raise model.ResidualConfigError(f"learning rate must be in (0, 1], got {lr}")
     return lr
 
 
@@ -101,14 +90,14 @@ def train_stack(
 ) -> tuple[np.ndarray, int | None]:
     """Full-batch Adam on the teacher task; (losses before each step + final, diverged step)."""
     lr = _check_lr(lr)
-    check_int("steps", steps, 1, MAX_STEPS)
-    model = build_stack(cfg, placement, seed)
-    x, y = make_task(cfg, seed)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.check_int("steps", steps, 1, MAX_STEPS)
+    net = model.build_stack(cfg, placement, seed)
+    x, y = model.make_task(cfg, seed)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
     losses = np.full(steps + 1, np.nan)
     first = math.nan
     for k in range(steps + 1):
-        loss = task_loss(model(x), y)
+        loss = model.task_loss(net(x), y)
         value = float(loss.detach())
         if k == 0:
             first = value
@@ -147,7 +136,7 @@ def train_all(
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> TrainRun:
     """The three placements trained with the knobs' stack, learning rate and steps."""
     return train_all(
-        stack_config(setup, knobs, "tr_"),
+        model.stack_config(setup, knobs, "tr_"),
         float(knobs["lr"]),  # type: ignore[arg-type]
         int(knobs["tr_steps"]),  # type: ignore[call-overload]
         progress=lambda f: progress(f, "Training: pre-norm, post-norm, no normalization…"),
@@ -205,11 +194,5 @@ def notes(result: TrainRun) -> tuple[str, ...]:
 
 
 SECTION = Section(
-    slug="training",
-    label="A short training run",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=make_loss_figure,
-    notes=notes,
+    "training", "A short training run", INTRO, run, KNOBS, make_loss_figure, notes=notes
 )

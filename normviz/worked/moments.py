@@ -119,10 +119,5 @@ def notes(view: MomentsView) -> tuple[str, ...]:
 
 
 SECTION = Section(
-    slug="moments",
-    label="Which moments each method controls",
-    intro=INTRO,
-    run=run,
-    table=table,
-    notes=notes,
+    "moments", "Which moments each method controls", INTRO, run, table=table, notes=notes
 )

@@ -80,10 +80,4 @@ def table(check: SourceCheck) -> pd.DataFrame | None:
     return source_comparison(check.batch, check.layer)
 
 
-SECTION = Section(
-    slug="source",
-    label="The source text's printed results",
-    intro=INTRO,
-    run=run,
-    table=table,
-)
+SECTION = Section("source", "The source text's printed results", INTRO, run, table=table)
