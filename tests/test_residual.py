@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from normviz import residual as rs
-from normviz.figures import residual as figs
+from normviz.residual import depth, training
 
 SMALL = rs.StackConfig(depth=5, width=8, tokens=3, samples=4)
 
@@ -226,12 +226,12 @@ def _fake_profile(depth: int, seeds: int) -> rs.InitProfile:
 
 def test_depth_figure_traces_titles_and_payload_at_the_largest_sizes() -> None:
     prof = _fake_profile(rs.MAX_DEPTH, rs.MAX_SEEDS)
-    fig = figs.make_depth_figure(prof, presenter=True)
+    fig = depth.make_depth_figure(prof, presenter=True)
     titles = [a.text for a in fig.layout.annotations]
-    assert titles == [t for _, t in figs.PANELS]
+    assert titles == [t for _, t in depth.PANELS]
     lines = [t for t in fig.data if t.mode == "lines"]
-    assert len(lines) == 3 * len(figs.PANELS)  # one median line per placement and panel
-    assert len(fig.data) == 2 * 3 * len(figs.PANELS)  # plus a seed band each
+    assert len(lines) == 3 * len(depth.PANELS)  # one median line per placement and panel
+    assert len(fig.data) == 2 * 3 * len(depth.PANELS)  # plus a seed band each
     assert {t.name for t in lines} == set(rs.PLACEMENT_LABELS.values())
     assert fig.layout.yaxis.type == "log"
     none_line = next(t for t in lines if t.name == "no normalization")
@@ -242,8 +242,8 @@ def test_depth_figure_traces_titles_and_payload_at_the_largest_sizes() -> None:
 
 
 def test_depth_figure_with_one_seed_has_no_band() -> None:
-    fig = figs.make_depth_figure(_fake_profile(4, 1))
-    assert len(fig.data) == 3 * len(figs.PANELS)
+    fig = depth.make_depth_figure(_fake_profile(4, 1))
+    assert len(fig.data) == 3 * len(depth.PANELS)
 
 
 def test_loss_figure_marks_divergence_and_stays_small() -> None:
@@ -253,7 +253,7 @@ def test_loss_figure_marks_divergence_and_stays_small() -> None:
     losses[1] = np.linspace(2, 1, steps + 1)
     losses[2, :7] = np.geomspace(1, 1e4, 7)
     run = rs.TrainRun(rs.StackConfig(depth=96), 0.1, steps, rs.PLACEMENTS, losses, (None, None, 7))
-    fig = figs.make_loss_figure(run)
+    fig = training.make_loss_figure(run)
     assert "learning rate 0.1" in fig.layout.title.text
     markers = [t for t in fig.data if t.mode == "markers+text"]
     assert len(markers) == 1 and markers[0].x == (7,)

@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from normviz import NormConfigError, worked
-from normviz.figures import worked as figs
 
 
 def _source_snippet() -> tuple[list[float], list[float], list[float]]:
@@ -176,7 +175,7 @@ def test_formatting() -> None:
 def test_figure_outlines_each_statistic_and_stays_small() -> None:
     x = worked.as_matrix(worked.PRESETS["wide"].matrix)
     steps = tuple(worked.method_steps(x, m) for m in worked.METHODS_SHOWN)
-    fig = figs.make_worked_figure(x, steps, presenter=True)
+    fig = worked.make_worked_figure(x, steps, presenter=True)
     assert [t.type for t in fig.data] == ["heatmap"] * 3
     assert fig.data[2].text[0][0] == worked.fmt(steps[1].output[0, 0])
     assert len(fig.layout.shapes) == 4 + 3  # BatchNorm: 4 columns; LayerNorm: 3 rows
@@ -185,4 +184,4 @@ def test_figure_outlines_each_statistic_and_stays_small() -> None:
     assert "row" in titles[2]
     big = np.arange(64, dtype=float).reshape(8, 8)
     big_steps = tuple(worked.method_steps(big, m) for m in worked.METHODS_SHOWN)
-    assert len(figs.make_worked_figure(big, big_steps).to_json()) <= 1_000_000
+    assert len(worked.make_worked_figure(big, big_steps).to_json()) <= 1_000_000

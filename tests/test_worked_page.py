@@ -22,6 +22,11 @@ from torch import nn
 from normviz import worked
 
 
+def _table(at, index: str):
+    """The table whose rows are labelled by `index` (its index's name)."""
+    return next(d.value for d in at.dataframe if d.value.index.name == index)
+
+
 def test_source_example_shows_the_printed_numbers() -> None:
     at = run_app("worked-example")
     assert_clean(at)
@@ -34,12 +39,12 @@ def test_source_example_shows_the_printed_numbers() -> None:
         r"= -0.889",
     ):
         assert line in page, line
-    source = at.table[0].value
+    source = _table(at, "result")
     assert list(source["same"]) == ["yes", "yes", "yes"]
     assert source.loc["LayerNorm: output row 1", "normviz gives"] == "[-0.889, -0.508, 1.397]"
     assert source.loc["BatchNorm: mean of each output column", "normviz gives"] == "[0, 0, 0]"
     assert source.loc["BatchNorm: variance of each output column", "normviz gives"] == "[1, 1, 1]"
-    moments = at.table[1].value
+    moments = _table(at, "moment")
     assert moments.loc["row variances", "after BatchNorm"] == "[0, 0]"
     assert moments.loc["column means", "pinned by"] == "BatchNorm"
     ok = [s.value for s in at.success]

@@ -13,14 +13,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from normviz import choose, distributions
+from normviz import choose, distributions, residual
 from normviz.core import Contract, NormConfigError, contract, parse_axes
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.knobs import Knob, Value
 from normviz.layouts import LAYOUTS
 from normviz.limits import EPS_CHOICES, SIZE_LIMITS, max_elements
 from normviz.methods import METHODS
-from normviz.residual import BLOCKS, NORMS
 
 __all__ = ["EPS_CHOICES", "SIZE_LIMITS", "max_elements"]
 
@@ -295,21 +294,7 @@ PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
         ),
     ),
     "distributions": distributions.KNOBS,
-    # Depths and steps are capped below what normviz.residual allows: they keep the
-    # worst first run of the page to seconds on two cores.
-    "residual": (
-        Param("width", 32, choices=(16, 32, 64, 128)),
-        Param("norm", NORMS[0], choices=NORMS),
-        Param("block", next(iter(BLOCKS)), choices=tuple(BLOCKS)),
-        Param("depth", 24, lo=1, hi=64),
-        Param("n_seeds", 3, lo=1, hi=4),
-        Param("tr_width", 32, choices=(16, 32, 64, 128)),
-        Param("tr_norm", NORMS[0], choices=NORMS),
-        Param("tr_block", next(iter(BLOCKS)), choices=tuple(BLOCKS)),
-        Param("tr_depth", 12, lo=1, hi=32),
-        Param("lr", 1e-2, choices=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
-        Param("tr_steps", 80, lo=10, hi=200),
-    ),
+    "residual": residual.KNOBS,  # depth/steps capped there to keep a first run to seconds
     "choose": choose.KNOBS,
     "axes": (
         Param("partition", False),

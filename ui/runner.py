@@ -77,7 +77,8 @@ def result(page: str, section: Section, setup: Any, knobs: Mapping[str, Value]) 
 
 
 def table(df: pd.DataFrame, fmt: str = "%.4g") -> None:
-    """A read-only table; floats shown with `fmt`."""
+    """A read-only table; floats shown with `fmt`; row labels (an index that is not just
+    0..n-1) are shown."""
     config = {
         c: st.column_config.NumberColumn(format=fmt)
         for c in df.columns

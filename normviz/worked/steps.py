@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from normviz.core import contract, normalize
+from normviz.errors import NormConfigError
 from normviz.methods import METHODS
 
 # The source text's example and the numbers it prints (rounded to 3 decimals).
@@ -31,9 +32,13 @@ METHODS_SHOWN: tuple[str, ...] = ("batch", "layer")
 MAX_SIZE = 8  # rows and columns an edited matrix may have
 MAX_ABS = 1e6  # larger entries make the squares in the variance unreadable
 TORCH_TOL = 1e-6  # float64: ours and torch.nn agree far below this
+TORCH_NAME: dict[str, str] = {"batch": "BatchNorm1d", "layer": "LayerNorm"}
 
 
-class WorkedInputError(ValueError):
+Matrix = tuple[tuple[float, ...], ...]  # the page's setup: the edited matrix, row by row
+
+
+class WorkedInputError(NormConfigError):
     """The edited matrix cannot be used; the message names the cell or the size."""
 
 
@@ -63,6 +68,15 @@ def as_matrix(data: object) -> np.ndarray:
             "type a number there"
         )
     return x
+
+
+def setup_from(data: object) -> Matrix:
+    """The page's setup from the edited grid (a DataFrame or a list of rows), checked.
+
+    Raises:
+        WorkedInputError: as `as_matrix`.
+    """
+    return tuple(tuple(float(v) for v in row) for row in as_matrix(data))
 
 
 def pools(method: str) -> str:
@@ -153,157 +167,6 @@ def method_steps(data: object, method: str, eps: float = EPS) -> MethodSteps:
     return MethodSteps(method, along, stats, out, torch_reference(x, method, eps), eps)
 
 
-# ---- the source's printed numbers ------------------------------------------------------
-
-
-def source_comparison(batch: MethodSteps, layer: MethodSteps) -> pd.DataFrame:
-    """The source's printed results next to ours, rounded as it rounds (mean/var 4, row 3)."""
-    b = Moments.of(batch.output)
-    rows = [
-        ("BatchNorm: mean of each output column", SOURCE_BATCH_MEANS, b.column_mean, 4),
-        ("BatchNorm: variance of each output column", SOURCE_BATCH_VARS, b.column_var, 4),
-        ("LayerNorm: output row 1", SOURCE_LAYER_ROW0, layer.output[0], 3),
-    ]
-    return pd.DataFrame(
-        [
-            {
-                "result": what,
-                "source prints": fmt_list(src, d),
-                "normviz gives": fmt_list(ours, d),
-                "same": "yes" if np.array_equal(np.round(ours, d) + 0.0, np.array(src)) else "NO",
-            }
-            for what, src, ours, d in rows
-        ]
-    ).set_index("result")
-
-
-def is_source(x: np.ndarray) -> bool:
-    """True when the matrix is the source's example (so its printed numbers apply)."""
-    return x.shape == (2, 3) and bool(np.array_equal(x, np.array(SOURCE_MATRIX)))
-
-
-# ---- presets ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Preset:
-    """A starting matrix for the editor, and what it shows."""
-
-    label: str
-    matrix: tuple[tuple[float, ...], ...]
-    note: str
-
-
-PRESETS: dict[str, Preset] = {
-    "source": Preset(
-        "The source text's example",
-        SOURCE_MATRIX,
-        "Row 2 is row 1 plus 2 everywhere. Watch what each method keeps of that.",
-    ),
-    "scaled": Preset(
-        "Row 2 is 10 × row 1",
-        ((1.0, 2.0, 7.0), (10.0, 20.0, 70.0)),
-        "LayerNorm gives both rows the same output: it cannot see a sample's overall scale.",
-    ),
-    "constant": Preset(
-        "A constant column",
-        ((1.0, 5.0, 7.0), (3.0, 5.0, 9.0)),
-        "BatchNorm turns the constant column into zeros: its σ² is 0, only ε is left below "
-        "the fraction bar.",
-    ),
-    "wide": Preset(
-        "Three rows, four columns",
-        ((1.0, -2.0, 0.5, 4.0), (2.0, 0.0, 1.5, -1.0), (0.0, 3.0, 2.0, 2.0)),
-        "With more rows BatchNorm's columns and LayerNorm's rows hold different numbers of "
-        "values (m = 3 and m = 4).",
-    ),
-    "one_row": Preset(
-        "A single row",
-        ((1.0, 2.0, 7.0),),
-        "BatchNorm refuses in training: each column would hold one value, its own mean.",
-    ),
-}
-
-
-def preset_frame(key: str) -> pd.DataFrame:
-    """A preset as the data editor's starting table."""
-    if key not in PRESETS:
-        raise WorkedInputError(f"unknown example {key!r}: choose one of {', '.join(PRESETS)}")
-    x = np.array(PRESETS[key].matrix, dtype=np.float64)
-    return pd.DataFrame(x, columns=[f"col {j + 1}" for j in range(x.shape[1])])
-
-
-def steps_frame(steps: MethodSteps) -> pd.DataFrame:
-    """One row per statistic: its values, μ, σ² and outputs, rounded to 3 decimals."""
-    noun = steps.pools
-    return pd.DataFrame(
-        [
-            {
-                noun: f"{noun} {s.index + 1}",
-                "values": fmt_list(s.values),
-                "μ": fmt(s.mean),
-                "σ²": fmt(s.var),
-                "outputs": fmt_list(s.outputs),
-            }
-            for s in steps.stats
-        ]
-    ).set_index(noun)
-
-
-# ---- moments: what each method pins down and what it leaves free -------------------
-
-
-@dataclass(frozen=True)
-class Moments:
-    """Means and biased variances of a matrix, down its columns and along its rows."""
-
-    column_mean: np.ndarray
-    column_var: np.ndarray
-    row_mean: np.ndarray
-    row_var: np.ndarray
-
-    @classmethod
-    def of(cls, x: np.ndarray) -> Moments:
-        return cls(x.mean(0), x.var(0), x.mean(1), x.var(1))
-
-
-def controls(method: str) -> tuple[str, str]:
-    """The moments a method pins: mean 0 and variance σ²/(σ² + ε) ≈ 1 per column or row.
-
-    (A constant column or row has σ² = 0 and comes out all zeros, variance 0.)
-    """
-    along = pools(method)
-    return f"{along} means", f"{along} variances"
-
-
-def moments_table(data: object, eps: float = EPS) -> pd.DataFrame:
-    """Column and row moments of the input and of each method's output, and who controls them.
-
-    Each cell is the list of values, rounded to 3 decimals; the "pinned by" column
-    names the method that forces that moment to 0 or 1.
-    """
-    x = as_matrix(data)
-    frames = {"input": Moments.of(x)}
-    for key in METHODS_SHOWN:
-        try:
-            frames[f"after {METHODS[key].label}"] = Moments.of(method_steps(x, key, eps).output)
-        except ValueError:
-            continue  # BatchNorm with a single row: shown as an error on the page
-    rows = []
-    for what, attr in (
-        ("column means", "column_mean"),
-        ("column variances", "column_var"),
-        ("row means", "row_mean"),
-        ("row variances", "row_var"),
-    ):
-        row: dict[str, str] = {"moment": what}
-        for name, mom in frames.items():
-            row[name] = fmt_list(getattr(mom, attr))
-        row["pinned by"] = ", ".join(METHODS[k].label for k in METHODS_SHOWN if what in controls(k))
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("moment")
-
-
 # ---- formatting ------------------------------------------------------------------
 
 
@@ -346,13 +209,3 @@ def statistic_latex(stat: Statistic, eps: float = EPS) -> tuple[str, str, str]:
     den = rf"\sqrt{{{fmt(stat.var)} + {eps_tex(eps)}}}"
     y = rf"y_1 = \frac{{{num}}}{{{den}}} = {fmt(stat.outputs[0])}"
     return mu, var, y
-
-
-def output_frame(x: np.ndarray, decimals: int = 3) -> pd.DataFrame:
-    """A matrix as a small table with 1-based row and column labels, rounded."""
-    rows, cols = x.shape
-    return pd.DataFrame(
-        np.round(x, decimals) + 0.0,  # + 0.0 turns −0.0 into 0.0
-        index=[f"row {i + 1}" for i in range(rows)],
-        columns=[f"col {j + 1}" for j in range(cols)],
-    )

@@ -1,0 +1,95 @@
+"""Pre-norm vs post-norm (/residual): deep residual stacks at initialization and in training.
+
+A stack of L residual blocks, each `x + F(Norm(x))` (pre-norm), `Norm(x + F(x))`
+(post-norm) or `x + F(x)` (no normalization). The page's sections, in order:
+
+- `placement`: the two update rules side by side (module `placement`);
+- `init`: at initialization, over a few seeds, the activation scale after every
+  block and the gradient reaching every block's input, through the whole network
+  and through the identity (skip) paths alone (module `depth`);
+- `training`: a short full-batch Adam run showing which placements diverge as depth
+  or learning rate grows (module `training`).
+
+Pure torch, seeded, CPU. `model` holds the stack and the task all sections share.
+"""
+
+from __future__ import annotations
+
+from normviz.knobs import merge
+from normviz.residual import depth, placement, training
+from normviz.residual.depth import MAX_SEEDS, InitProfile, init_profile, stack_statistics
+from normviz.residual.model import (
+    BLOCKS,
+    MAX_DEPTH,
+    MAX_WIDTH,
+    NORMS,
+    OUT_DIM,
+    PLACEMENT_LABELS,
+    PLACEMENTS,
+    FeatureMLP,
+    ResidualConfigError,
+    ResidualStack,
+    Setup,
+    StackConfig,
+    Sublayer,
+    TokenMLP,
+    build_stack,
+    choice_label,
+    make_task,
+    task_loss,
+)
+from normviz.residual.placement import POST_FORMULA, PRE_FORMULA
+from normviz.residual.training import (
+    DIVERGE_FACTOR,
+    MAX_STEPS,
+    STALL_FRACTION,
+    TrainRun,
+    train_all,
+    train_stack,
+)
+from normviz.sections import Section
+
+SECTIONS: tuple[Section, ...] = (placement.SECTION, depth.SECTION, training.SECTION)
+KNOBS = merge(*(s.knobs for s in SECTIONS))  # the page's URL parameters
+
+
+def example_setup() -> Setup:
+    """A small batch: every section runs in seconds, even at its knobs' maxima."""
+    return Setup(samples=2, tokens=2)
+
+
+__all__ = [
+    "BLOCKS",
+    "DIVERGE_FACTOR",
+    "KNOBS",
+    "MAX_DEPTH",
+    "MAX_SEEDS",
+    "MAX_STEPS",
+    "MAX_WIDTH",
+    "NORMS",
+    "OUT_DIM",
+    "PLACEMENTS",
+    "PLACEMENT_LABELS",
+    "POST_FORMULA",
+    "PRE_FORMULA",
+    "SECTIONS",
+    "STALL_FRACTION",
+    "FeatureMLP",
+    "InitProfile",
+    "ResidualConfigError",
+    "ResidualStack",
+    "Setup",
+    "StackConfig",
+    "Sublayer",
+    "TokenMLP",
+    "TrainRun",
+    "build_stack",
+    "choice_label",
+    "example_setup",
+    "init_profile",
+    "make_task",
+    "stack_statistics",
+    "task_loss",
+    "train_all",
+    "train_stack",
+]

@@ -1,0 +1,70 @@
+"""Where the norm sits: the two placements written out, and why the choice matters."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from normviz.knobs import Value
+from normviz.residual.model import PLACEMENT_LABELS, Setup
+from normviz.sections import Progress, Section
+
+INTRO = (
+    "A residual block adds a learned correction F to its input: the **skip path** "
+    "carries x unchanged, the **branch** computes F(x). The norm can go at the start of "
+    "the branch (**pre-norm**, GPT-2 and most large models) or after the sum "
+    "(**post-norm**, the original transformer)."
+)
+PRE_FORMULA = r"x_{l+1} = x_l + F_l\big(\mathrm{Norm}(x_l)\big)"
+POST_FORMULA = r"x_{l+1} = \mathrm{Norm}\big(x_l + F_l(x_l)\big)"
+WHY_TITLE = "Why does the placement matter?"
+WHY = (
+    "Backpropagation multiplies the gradient by each layer's Jacobian on the way down. "
+    "In pre-norm the skip path is a plain sum, so its Jacobian is the identity: the "
+    "gradient of the output reaches every block intact, however deep the stack. In "
+    "post-norm the sum is normalized, and a norm's Jacobian divides by the standard "
+    "deviation of its input (larger than 1 once F adds to x), so the skip path shrinks "
+    "the gradient a little at every block. Deep post-norm transformers therefore need "
+    "learning-rate warm-up and care; pre-norm trains with less fuss, at the price of a "
+    "stream whose scale grows with depth."
+)
+
+
+@dataclass(frozen=True)
+class Card:
+    """One placement: its name, its update rule (LaTeX) and what follows from it."""
+
+    title: str
+    formula: str
+    caption: str
+
+
+CARDS: tuple[Card, ...] = (
+    Card(
+        PLACEMENT_LABELS["pre"].capitalize(),
+        PRE_FORMULA,
+        "The skip path never meets a norm: the stream grows block by block, and a "
+        "final norm before the output tames it.",
+    ),
+    Card(
+        PLACEMENT_LABELS["post"].capitalize(),
+        POST_FORMULA,
+        "Every block renormalizes the stream, so activations stay bounded, but every "
+        "path back to the input, the skip path included, passes through L norms.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Placements:
+    """The placements the page compares, side by side."""
+
+    cards: tuple[Card, ...]
+
+
+def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Placements:
+    """The formulas (nothing to compute: the other sections measure what they imply)."""
+    return Placements(CARDS)
+
+
+SECTION = Section("placement", "Where the norm sits", INTRO, run)

@@ -1,0 +1,192 @@
+"""Step by step: each method's statistics written out, its output, and the torch check.
+
+The figure shows the input and each method's output with the cells that share one
+mean and variance outlined; below it, per method, every μ and σ² worked through,
+a table of the statistics and the comparison with the torch.nn layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from normviz import style
+from normviz.errors import NormConfigError
+from normviz.knobs import Value
+from normviz.methods import METHODS
+from normviz.sections import Progress, Section
+from normviz.worked.steps import (
+    METHODS_SHOWN,
+    TORCH_NAME,
+    Matrix,
+    MethodSteps,
+    Statistic,
+    fmt,
+    fmt_list,
+    method_steps,
+)
+
+INTRO = (
+    "Both methods apply the same formula to the same 2×3 matrix. BatchNorm takes μ and σ² "
+    "down each column (a feature, across the samples); LayerNorm takes them along each row "
+    "(one sample, across its features). Change the numbers and follow every step."
+)
+AFFINE = "Here γ = 1 and β = 0, as in a freshly initialized layer."
+STEPS_INTRO = (
+    "The input and each method's output; the cells that share one μ and σ² are outlined. "
+    "Below, each method's statistics are worked through and checked against torch.nn."
+)
+
+
+@dataclass(frozen=True)
+class Walkthrough:
+    """Each method shown, applied to the matrix; the methods that refuse it, and why."""
+
+    x: np.ndarray  # the matrix, (rows, cols)
+    steps: tuple[MethodSteps, ...]
+    refused: tuple[tuple[str, str], ...]  # (method label, the refusal's message)
+
+
+def run(setup: Matrix, knobs: Mapping[str, Value], progress: Progress) -> Walkthrough:
+    """method_steps for every method shown; a refusal (one row for BatchNorm) is kept."""
+    x = np.array(setup, dtype=np.float64)
+    steps, refused = [], []
+    for key in METHODS_SHOWN:
+        try:
+            steps.append(method_steps(x, key))
+        except NormConfigError as e:
+            refused.append((METHODS[key].label, str(e)))
+    return Walkthrough(x, tuple(steps), tuple(refused))
+
+
+# ---- words and tables for one method -----------------------------------------------
+
+
+def heading(steps: MethodSteps) -> str:
+    return f"{steps.label}: one mean and variance per {steps.pools}"
+
+
+def summary(steps: MethodSteps) -> str:
+    """What one statistic pools, with the numbers."""
+    return (
+        f"{steps.label} pools each **{steps.pools}**: m = {len(steps.stats[0].values)} values "
+        f"feed one μ and one σ² (divided by m, not m − 1), and ε = {steps.eps:g}."
+    )
+
+
+def stat_heading(steps: MethodSteps, stat: Statistic) -> str:
+    return f"**{steps.pools.capitalize()} {stat.index + 1}**"
+
+
+def torch_check(steps: MethodSteps) -> tuple[bool, str]:
+    """(agrees, the sentence): ours against the torch.nn layer."""
+    module = TORCH_NAME[steps.method]
+    if steps.matches_torch:
+        return True, f"Same as torch.nn.{module}: largest difference {steps.torch_max_diff:.1e}."
+    return False, f"Differs from torch.nn.{module} by up to {steps.torch_max_diff:.2e}."
+
+
+def refusal_text(label: str, message: str) -> str:
+    return f"**{label} cannot run here:** {message}."
+
+
+def steps_frame(steps: MethodSteps) -> pd.DataFrame:
+    """One row per statistic: its values, μ, σ² and outputs, rounded to 3 decimals."""
+    noun = steps.pools
+    return pd.DataFrame(
+        [
+            {
+                noun: f"{noun} {s.index + 1}",
+                "values": fmt_list(s.values),
+                "μ": fmt(s.mean),
+                "σ²": fmt(s.var),
+                "outputs": fmt_list(s.outputs),
+            }
+            for s in steps.stats
+        ]
+    ).set_index(noun)
+
+
+# ---- the figure -----------------------------------------------------------------------
+
+
+def _panel(
+    fig: go.Figure, z: np.ndarray, col: int, diverging: bool, name: str, presenter: bool
+) -> None:
+    """One annotated heatmap; rows drawn top-down as in the matrix."""
+    rows, cols = z.shape
+    text = [[fmt(v) for v in row] for row in z]
+    lim = float(np.max(np.abs(z))) or 1.0
+    fig.add_trace(
+        go.Heatmap(
+            z=np.round(z, 4).tolist(),
+            x=[f"col {j + 1}" for j in range(cols)],
+            y=[f"row {i + 1}" for i in range(rows)],
+            text=text,
+            texttemplate="%{text}",
+            textfont={"size": style.font_size(presenter) + 2},
+            colorscale=style.DIVERGING if diverging else "Greys",
+            zmid=0 if diverging else None,
+            zmin=-lim if diverging else None,
+            zmax=lim if diverging else None,
+            showscale=False,
+            name=name,
+            hovertemplate=f"{name}<br>%{{y}}, %{{x}}: %{{text}}<extra></extra>",
+            xgap=3,
+            ygap=3,
+        ),
+        row=1,
+        col=col,
+    )
+    fig.update_yaxes(autorange="reversed", row=1, col=col)
+
+
+def _outline(fig: go.Figure, steps: MethodSteps, col: int, shape: tuple[int, int]) -> None:
+    """A rectangle around each group of cells that shares one mean and variance."""
+    rows, cols = shape
+    colour = style.METHOD_COLOURS[steps.method]
+    for s in steps.stats:
+        if steps.pools == "column":
+            x0, x1, y0, y1 = s.index - 0.5, s.index + 0.5, -0.5, rows - 0.5
+        else:
+            x0, x1, y0, y1 = -0.5, cols - 0.5, s.index - 0.5, s.index + 0.5
+        fig.add_shape(
+            type="rect",
+            x0=x0 + 0.04,
+            x1=x1 - 0.04,
+            y0=y0 + 0.04,
+            y1=y1 - 0.04,
+            line={"color": colour, "width": 4},
+            row=1,
+            col=col,
+        )
+
+
+def make_worked_figure(
+    x: np.ndarray,
+    steps: tuple[MethodSteps, ...],
+    presenter: bool = False,
+) -> go.Figure:
+    """The input, then each method's output, with the cells that share statistics outlined."""
+    titles = ["Input x"] + [f"{s.label}: one μ, σ² per {s.pools} (outlined)" for s in steps]
+    fig = make_subplots(rows=1, cols=1 + len(steps), subplot_titles=titles, horizontal_spacing=0.06)
+    _panel(fig, x, 1, False, "input", presenter)
+    for col, s in enumerate(steps, start=2):
+        _panel(fig, s.output, col, True, s.label, presenter)
+        _outline(fig, s, col, x.shape)
+    height = 130 + 48 * x.shape[0]
+    fig.update_xaxes(showgrid=False)
+    fig.update_yaxes(showgrid=False)
+    return style.apply(fig, presenter, height=height)
+
+
+def figure(result: Walkthrough, presenter: bool) -> go.Figure | None:
+    return make_worked_figure(result.x, result.steps, presenter)
+
+
+SECTION = Section(slug="steps", label="Step by step", intro=STEPS_INTRO, run=run, figure=figure)
