@@ -1,0 +1,89 @@
+"""Figure pieces the lab's sections share: colours, rounded series, step traces, spreads.
+
+Steps are drawn with x0/dx instead of an x array and values are rounded to a
+few significant digits, so even 2000 steps stay far below the 1 MB budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from normviz import style
+
+BATCH = style.BEFORE  # batch statistics: grey dots
+RUNNING = style.PALETTE[0]  # running statistics: blue line
+TWIN = style.PALETTE[1]  # the other convention: orange, dotted
+TRUTH = style.SELECTED  # the training set's value: black, dashed
+
+
+def rounded(a: np.ndarray | Sequence[float], digits: int = 5) -> list[float | None]:
+    """Rounded values for the JSON payload (NaN becomes a gap)."""
+    arr = np.asarray(a, dtype=float)
+    out = np.round(arr, digits).tolist()
+    return [None if v != v else v for v in out]
+
+
+def steps_trace(y: np.ndarray, name: str, **kw: object) -> go.Scatter:
+    """A per-step series, x = 1, 2, … given as x0/dx (no x array in the payload)."""
+    return go.Scatter(y=rounded(y), x0=1, dx=1, name=name, **kw)  # type: ignore[arg-type]
+
+
+def marker_line(x: float, y0: float, y1: float, label: str, show: bool = True) -> go.Scatter:
+    """A dotted vertical line at x (a trace, so log axes place it right)."""
+    return go.Scatter(
+        x=[x, x],
+        y=[y0, y1],
+        mode="lines",
+        line={"color": style.HIGHLIGHT, "dash": "dot", "width": 2},
+        name=label,
+        showlegend=show,
+        hoverinfo="skip",
+    )
+
+
+def make_spread_figure(
+    local: np.ndarray,
+    pooled: np.ndarray,
+    local_label: str,
+    pooled_label: str,
+    title: str,
+    presenter: bool = False,
+) -> go.Figure:
+    """Accumulation and sync: per-channel batch means (in σ from the truth), small vs pooled."""
+    k, C = local.shape
+    fig = go.Figure()
+    channels = np.arange(C)
+    for j in range(k):
+        fig.add_trace(
+            go.Scatter(
+                x=rounded(channels + (j - (k - 1) / 2) * min(0.6 / max(k, 1), 0.12)),
+                y=rounded(local[j]),
+                mode="markers",
+                marker={"color": style.PALETTE[0], "size": 9, "opacity": 0.55},
+                name=local_label,
+                legendgroup="local",
+                showlegend=j == 0,
+            )
+        )
+    fig.add_trace(
+        go.Scatter(
+            x=channels.tolist(),
+            y=rounded(pooled),
+            mode="markers",
+            marker={
+                "color": style.PALETTE[5],
+                "size": 15,
+                "symbol": "diamond",
+                "line": {"color": "white", "width": 1},
+            },
+            name=pooled_label,
+        )
+    )
+    fig.add_hline(y=0, line={"color": TRUTH, "dash": "dash", "width": 2})
+    fig.update_xaxes(title_text="channel", tickmode="linear", dtick=max(1, C // 16))
+    fig.update_yaxes(title_text="batch mean − true mean (in σ)")
+    fig.update_layout(title=title, legend={"orientation": "h", "y": -0.25})
+    return style.apply(fig, presenter, height=420)
