@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -525,16 +526,16 @@ def test_figures_at_the_largest_settings() -> None:
     """Every lab figure stays under 1 MB at the largest steps, batch sweep and channel count."""
     big = lab.LabSetup(sample_shape=(1, 900), batch_size=8, steps=2000)  # C = 900, cap-sized
     tr = running.running_trace(big)
-    fig = running.make_running_figure(tr, channel=899)
+    fig = running.figure(replace(tr, channel=899))
     assert _size(fig) <= 1_000_000
     names = [t.name for t in fig.data]
     assert "running statistic" in names and "training set (truth)" in names
     assert any("keras" in (n or "") for n in names)
-    assert order.make_order_figure(order.order_demo(big.with_(steps=2000)), 0).to_json()
+    assert order.figure(order.order_demo(big.with_(steps=2000))).to_json()
     acc = accumulation.accumulation(big.with_(steps=20), 16)
-    assert _size(accumulation.make_accumulation_figure(acc)) <= 1_000_000
+    assert _size(accumulation.figure(acc)) <= 1_000_000
     syn = sync.sync_demo(big.with_(steps=20), 16)
-    assert _size(sync.make_sync_figure(syn)) <= 1_000_000
+    assert _size(sync.figure(syn)) <= 1_000_000
     ck = checkpoint.checkpoint_demo(big.with_(steps=5))
     assert _size(checkpoint.figure(ck)) <= 1_000_000
 
@@ -542,18 +543,18 @@ def test_figures_at_the_largest_settings() -> None:
 def test_figures_have_their_traces_and_titles() -> None:
     setup = SMALL["BTC"]
     tr = running.running_trace(setup)
-    fig = running.make_running_figure(tr, 0, presenter=True)
+    fig = running.figure(tr, presenter=True)
     assert fig.layout.font.size > 16  # presenter mode enlarges the text
     assert len(fig.data) == 8  # 2 panels × (batch, running, twin, truth)
     cum_trace = running.running_trace(setup.with_(convention="cumulative"))
-    cum = running.make_running_figure(cum_trace, 0)
+    cum = running.figure(cum_trace)
     assert len(cum.data) == 6
-    bes = bessel.make_bessel_figure(bessel.bessel(ns=(2, 4)), current_n=20)
+    bes = bessel.figure(replace(bessel.bessel(ns=(2, 4)), current_n=20))
     assert [t.name for t in bes.data][1].startswith("biased")
     sweep = batch_size.gap_sweep(setup.with_(steps=5), (2, 4))
-    gap = batch_size.make_gap_figure(sweep, current_b=4)
+    gap = batch_size.figure(replace(sweep, current_b=4))
     assert gap.layout.xaxis.type == "log"
-    sh = shift.make_shift_figure(shift.shift_sweep(setup, tr.final, 0.5, 1.0))
+    sh = shift.figure(shift.shift_sweep(setup, tr.final, 0.5, 1.0))
     assert {t.legendgroup for t in sh.data} == {"batch", "layer", "group"}
     fr = freeze.figure(freeze.freeze_demo(setup))
     assert fr.data[0].text[3] == ["unchanged"] * 5

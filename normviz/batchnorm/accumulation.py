@@ -7,19 +7,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
+from normviz.batchnorm import stream
 from normviz.batchnorm.lab import TRAIN_SAMPLES, LabSetup, check, new_running, one_thread
-from normviz.batchnorm.plot import make_spread_figure
-from normviz.batchnorm.stream import (
-    Fraction,
-    batch_indices,
-    make_dataset,
-    normalize_batches,
-    phase,
-    run_stream,
-    to_np,
-)
+from normviz.batchnorm.plot import Spread, spread_figure
+from normviz.batchnorm.stream import Fraction, phase
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 
@@ -47,6 +39,14 @@ class AccumResult:
     final_var: np.ndarray  # (2, C)
     batches_tracked: tuple[int, int]  # num_batches_tracked: k·steps vs steps
 
+    @property
+    def spread(self) -> Spread:
+        """The figure: the k micro-batch means BatchNorm used, against the k·b batch mean."""
+        kb = self.k * self.b
+        title = f"{self.k} accumulated micro-batches of {self.b}: one optimizer step"
+        small = f"micro-batch of {self.b} (what BatchNorm sees)"
+        return self.micro_dev, self.big_dev, small, f"one batch of {kb}", title
+
 
 @one_thread()
 def accumulation(setup: LabSetup, k: int, progress: Fraction | None = None) -> AccumResult:
@@ -58,12 +58,12 @@ def accumulation(setup: LabSetup, k: int, progress: Fraction | None = None) -> A
     b = setup.batch_size
     check(setup)
     check(setup.with_(batch_size=k * b))
-    ds = make_dataset(setup)
-    big_idx = batch_indices(TRAIN_SAMPLES, k * b, setup.steps, setup.seed)  # (S, k·b)
+    ds = stream.make_dataset(setup)
+    big_idx = stream.batch_indices(TRAIN_SAMPLES, k * b, setup.steps, setup.seed)  # (S, k·b)
     micro_idx = big_idx.reshape(-1, b)  # (S·k, b): the same samples, k at a time
     rs_micro = new_running(setup.C, setup.momentum, setup.convention)
     rs_big = new_running(setup.C, setup.momentum, setup.convention)
-    run_stream(
+    stream.run_stream(
         ds.train,
         micro_idx,
         setup.layout,
@@ -71,7 +71,7 @@ def accumulation(setup: LabSetup, k: int, progress: Fraction | None = None) -> A
         [rs_micro],
         None if progress is None else (lambda f: progress(f / 2)),
     )
-    run_stream(
+    stream.run_stream(
         ds.train,
         big_idx,
         setup.layout,
@@ -80,19 +80,20 @@ def accumulation(setup: LabSetup, k: int, progress: Fraction | None = None) -> A
         None if progress is None else (lambda f: progress(0.5 + f / 2)),
     )
     last = ds.train[big_idx[-1]]
-    micro = normalize_batches(last.reshape(k, b, *setup.sample_shape), setup.layout, setup.eps)
-    big = normalize_batches(last[None], setup.layout, setup.eps)
+    micro_batches = last.reshape(k, b, *setup.sample_shape)
+    micro = stream.normalize_batches(micro_batches, setup.layout, setup.eps)
+    big = stream.normalize_batches(last[None], setup.layout, setup.eps)
     gap = (micro.output.reshape(last.shape) - big.output[0]).abs().mean().item()
     return AccumResult(
         k,
         b,
-        to_np((micro.mean - ds.mean) / ds.std),
-        to_np((big.mean[0] - ds.mean) / ds.std),
+        stream.to_np((micro.mean - ds.mean) / ds.std),
+        stream.to_np((big.mean[0] - ds.mean) / ds.std),
         gap,
         np.asarray([((r.mean - ds.mean).abs() / ds.std).mean().item() for r in (rs_micro, rs_big)]),
         np.asarray([(r.var / ds.var.clamp_min(1e-12)).mean().item() for r in (rs_micro, rs_big)]),
-        np.stack([to_np(rs_micro.mean), to_np(rs_big.mean)]),
-        np.stack([to_np(rs_micro.var), to_np(rs_big.var)]),
+        np.stack([stream.to_np(rs_micro.mean), stream.to_np(rs_big.mean)]),
+        np.stack([stream.to_np(rs_micro.var), stream.to_np(rs_big.var)]),
         (rs_micro.num_batches_tracked, rs_big.num_batches_tracked),
     )
 
@@ -104,20 +105,7 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Accu
     )
 
 
-def make_accumulation_figure(res: AccumResult, presenter: bool = False) -> go.Figure:
-    """The k micro-batch means BatchNorm used, against the k·b batch mean."""
-    return make_spread_figure(
-        res.micro_dev,
-        res.big_dev,
-        f"micro-batch of {res.b} (what BatchNorm sees)",
-        f"one batch of {res.k * res.b}",
-        f"{res.k} accumulated micro-batches of {res.b}: one optimizer step",
-        presenter,
-    )
-
-
-def figure(res: AccumResult, presenter: bool) -> go.Figure:
-    return make_accumulation_figure(res, presenter)
+figure = spread_figure
 
 
 def table(res: AccumResult) -> pd.DataFrame:

@@ -12,16 +12,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from normviz import style
+from normviz.batchnorm import stream
 from normviz.batchnorm.lab import HELD_OUT, TRAIN_SAMPLES, LabSetup, check, new_running, one_thread
-from normviz.batchnorm.plot import marker_line, rounded
-from normviz.batchnorm.stream import (
-    Fraction,
-    batch_indices,
-    make_dataset,
-    normalize_batches,
-    phase,
-    run_stream,
-)
+from normviz.batchnorm.plot import frame, marker_line, series
+from normviz.batchnorm.stream import Fraction, phase
 from normviz.core import NormConfigError, check_values, contract, normalize
 from normviz.knobs import Value
 from normviz.sections import Progress, Section
@@ -57,7 +51,7 @@ def gap_sweep(
 ) -> GapSweep:
     """Train running statistics at each batch size, then compare the modes."""
     check(setup.with_(batch_size=max(sizes)))
-    ds = make_dataset(setup)
+    ds = stream.make_dataset(setup)
     gap, e_mean, e_var, r_err, refused = [], [], [], [], []
     for i, b in enumerate(sizes):
         try:
@@ -68,10 +62,10 @@ def gap_sweep(
                 lst.append(math.nan)
             continue
         rs = new_running(setup.C, setup.momentum, setup.convention)
-        idx = batch_indices(TRAIN_SAMPLES, b, setup.steps, setup.seed)
-        run_stream(ds.train, idx, setup.layout, setup.eps, [rs])
+        idx = stream.batch_indices(TRAIN_SAMPLES, b, setup.steps, setup.seed)
+        stream.run_stream(ds.train, idx, setup.layout, setup.eps, [rs])
         held = ds.held_out[: (HELD_OUT // b) * b]
-        y_train = normalize_batches(
+        y_train = stream.normalize_batches(
             held.reshape(-1, b, *setup.sample_shape), setup.layout, setup.eps
         )
         y_train_flat = y_train.output.reshape(held.shape)
@@ -101,8 +95,9 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> GapS
     return gap_sweep(setup, progress=phase(progress, text))
 
 
-def make_gap_figure(sweep: GapSweep, current_b: int, presenter: bool = False) -> go.Figure:
+def figure(sweep: GapSweep, presenter: bool = False) -> go.Figure:
     """Train/eval gap and evaluation output statistics against batch size."""
+    current_b = sweep.current_b
     fig = make_subplots(
         rows=1,
         cols=2,
@@ -110,42 +105,12 @@ def make_gap_figure(sweep: GapSweep, current_b: int, presenter: bool = False) ->
         subplot_titles=("mean |y_train − y_eval|", "evaluation output per channel"),
     )
     b = list(sweep.batch_sizes)
-    fig.add_trace(
-        go.Scatter(
-            x=b,
-            y=rounded(sweep.gap),
-            mode="markers+lines",
-            marker={"size": 10},
-            line={"color": style.METHOD_COLOURS["batch"], "width": 3},
-            name="train/eval gap",
-        ),
-        1,
-        1,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=b,
-            y=rounded(sweep.eval_var),
-            mode="markers+lines",
-            marker={"size": 10, "symbol": "diamond"},
-            line={"color": style.PALETTE[2], "width": 3},
-            name="variance (ideal 1)",
-        ),
-        1,
-        2,
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=b,
-            y=rounded(sweep.eval_mean),
-            mode="markers+lines",
-            marker={"size": 10, "symbol": "square"},
-            line={"color": style.PALETTE[5], "width": 3},
-            name="|mean| (ideal 0)",
-        ),
-        1,
-        2,
-    )
+    for col, y, name, colour, symbol in (
+        (1, sweep.gap, "train/eval gap", style.METHOD_COLOURS["batch"], "circle"),
+        (2, sweep.eval_var, "variance (ideal 1)", style.PALETTE[2], "diamond"),
+        (2, sweep.eval_mean, "|mean| (ideal 0)", style.PALETTE[5], "square"),
+    ):
+        fig.add_trace(series(b, y, name, colour, symbol), 1, col)
     tops = (np.nanmax(np.r_[sweep.gap, 0.1]), np.nanmax(np.r_[sweep.eval_var, 1.2]))
     for col, top in zip((1, 2), tops, strict=True):
         line = marker_line(current_b, 0.0, float(top), f"your batch size: {current_b}", col == 1)
@@ -159,20 +124,17 @@ def make_gap_figure(sweep: GapSweep, current_b: int, presenter: bool = False) ->
     return style.apply(fig, presenter, height=440)
 
 
-def figure(sweep: GapSweep, presenter: bool) -> go.Figure:
-    return make_gap_figure(sweep, sweep.current_b, presenter)
+COLUMNS = (
+    ("batch size", "batch_sizes"),
+    ("mean |y_train − y_eval|", "gap"),
+    ("eval output |mean|", "eval_mean"),
+    ("eval output variance", "eval_var"),
+    ("running mean error (σ)", "running_error"),
+)
 
 
 def table(sweep: GapSweep) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "batch size": sweep.batch_sizes,
-            "mean |y_train − y_eval|": sweep.gap,
-            "eval output |mean|": sweep.eval_mean,
-            "eval output variance": sweep.eval_var,
-            "running mean error (σ)": sweep.running_error,
-        }
-    )
+    return frame(sweep, COLUMNS)
 
 
 def notes(sweep: GapSweep) -> Sequence[str]:

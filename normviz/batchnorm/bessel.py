@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from normviz import style
 from normviz.batchnorm.lab import LabSetup, one_thread
-from normviz.batchnorm.plot import BATCH, RUNNING, marker_line, rounded
+from normviz.batchnorm.plot import BATCH, RUNNING, marker_line, rounded, series
 from normviz.batchnorm.running import final_running
 from normviz.batchnorm.stream import make_dataset, to_np
 from normviz.core import NormConfigError, normalize
@@ -105,10 +105,9 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Bess
     return replace(bessel(setup.seed), current_n=setup.n)
 
 
-def make_bessel_figure(
-    res: BesselResult, current_n: int | None, presenter: bool = False
-) -> go.Figure:
+def figure(res: BesselResult, presenter: bool = False) -> go.Figure:
     """Average batch variance / σ² against n, biased and unbiased."""
+    current_n = res.current_n
     fig = go.Figure()
     n = res.n
     fig.add_trace(
@@ -120,26 +119,9 @@ def make_bessel_figure(
             name="(n − 1)/n",
         )
     )
-    fig.add_trace(
-        go.Scatter(
-            x=rounded(n),
-            y=rounded(res.biased),
-            mode="markers+lines",
-            marker={"size": 10},
-            line={"color": style.PALETTE[5], "width": 3},
-            name="biased: normalizes the batch",
-        )
-    )
-    fig.add_trace(
-        go.Scatter(
-            x=rounded(n),
-            y=rounded(res.unbiased),
-            mode="markers+lines",
-            marker={"size": 10, "symbol": "diamond"},
-            line={"color": RUNNING, "width": 3},
-            name="unbiased (× n/(n−1)): enters running_var",
-        )
-    )
+    fig.add_trace(series(n, res.biased, "biased: normalizes the batch", style.PALETTE[5], "circle"))
+    label = "unbiased (× n/(n−1)): enters running_var"
+    fig.add_trace(series(n, res.unbiased, label, RUNNING, "diamond"))
     if current_n is not None and current_n >= 2:
         fig.add_trace(marker_line(current_n, 0.0, 1.15, f"your batch: n = {current_n}"))
     fig.update_xaxes(type="log", title_text="n = values per channel in one batch")
@@ -149,10 +131,6 @@ def make_bessel_figure(
         legend={"orientation": "h", "y": -0.25},
     )
     return style.apply(fig, presenter, height=460)
-
-
-def figure(res: BesselResult, presenter: bool) -> go.Figure:
-    return make_bessel_figure(res, res.current_n, presenter)
 
 
 def table(res: BesselResult) -> pd.DataFrame:

@@ -12,18 +12,10 @@ import torch
 from plotly.subplots import make_subplots
 
 from normviz import style
+from normviz.batchnorm import stream
 from normviz.batchnorm.lab import TRAIN_SAMPLES, LabSetup, check, new_running, one_thread
-from normviz.batchnorm.plot import BATCH, RUNNING, TRUTH, steps_trace
-from normviz.batchnorm.stream import (
-    Dataset,
-    Fraction,
-    batch_indices,
-    make_dataset,
-    normalize_batches,
-    phase,
-    run_stream,
-    to_np,
-)
+from normviz.batchnorm.plot import BATCH, RUNNING, frame, level, steps_trace
+from normviz.batchnorm.stream import Fraction, phase
 from normviz.core import normalize
 from normviz.knobs import Value
 from normviz.sections import Progress, Section
@@ -60,27 +52,29 @@ class OrderResult:
     channel: int = 0  # the channel the figure follows (a view: no rerun)
 
 
-def clustered_dataset(setup: LabSetup) -> Dataset:
+def clustered_dataset(setup: LabSetup) -> stream.Dataset:
     """The training set split into CLUSTERS sub-populations: sample i is in cluster i mod K.
 
     Each cluster's centre sits up to CLUSTER_SPREAD σ from the overall mean, per channel.
     """
-    ds = make_dataset(setup)
+    ds = stream.make_dataset(setup)
     g = np.random.default_rng(setup.seed + 1)
     centres = torch.from_numpy(g.uniform(-CLUSTER_SPREAD, CLUSTER_SPREAD, (CLUSTERS, setup.C)))
     cluster = torch.arange(TRAIN_SAMPLES) % CLUSTERS
     train = ds.train + ds.per_sample_view((centres.float() * ds.std)[cluster])
     whole = normalize(train, "batch", setup.layout)
     assert whole.mean is not None
-    return Dataset(setup.layout, train, ds.held_out, whole.mean.reshape(-1), whole.var.reshape(-1))
+    mean, var = whole.mean.reshape(-1), whole.var.reshape(-1)
+    return stream.Dataset(setup.layout, train, ds.held_out, mean, var)
 
 
 def order_indices(setup: LabSetup) -> tuple[torch.Tensor, torch.Tensor]:
     """(steps, b) indices into clustered_dataset: one cluster per batch (taking turns), shuffled."""
-    within = batch_indices(TRAIN_SAMPLES // CLUSTERS, setup.batch_size, setup.steps, setup.seed)
+    b, steps, seed = setup.batch_size, setup.steps, setup.seed
+    within = stream.batch_indices(TRAIN_SAMPLES // CLUSTERS, b, steps, seed)
     turn = torch.arange(setup.steps) % CLUSTERS
     one_cluster = within * CLUSTERS + turn[:, None]  # batch s: cluster s mod K only
-    return one_cluster, batch_indices(TRAIN_SAMPLES, setup.batch_size, setup.steps, setup.seed)
+    return one_cluster, stream.batch_indices(TRAIN_SAMPLES, b, steps, seed)
 
 
 @one_thread()
@@ -97,7 +91,7 @@ def order_demo(setup: LabSetup, progress: Fraction | None = None) -> OrderResult
     b_mean, r_mean, f_var, noise, m_err, v_ratio, gap = [], [], [], [], [], [], []
     for i, idx in enumerate(order_indices(setup)):
         rs = new_running(setup.C, setup.momentum, setup.convention)
-        tr = run_stream(
+        tr = stream.run_stream(
             train,
             idx,
             setup.layout,
@@ -105,14 +99,14 @@ def order_demo(setup: LabSetup, progress: Fraction | None = None) -> OrderResult
             [rs],
             None if progress is None else (lambda f, i=i: progress((i + f) / 2)),
         )
-        b_mean.append(to_np(tr.batch_mean))
-        r_mean.append(to_np(tr.running_mean[0]))
-        f_var.append(to_np(rs.var))
+        b_mean.append(stream.to_np(tr.batch_mean))
+        r_mean.append(stream.to_np(tr.running_mean[0]))
+        f_var.append(stream.to_np(rs.var))
         noise.append(((tr.batch_mean - t_mean) / t_std).std(dim=0, correction=0).mean().item())
         m_err.append(((rs.mean - t_mean).abs() / t_std).mean().item())
         v_ratio.append((rs.var / t_var.clamp_min(1e-12)).mean().item())
         last = train[idx[-CLUSTERS:]]  # (K, b, ...)
-        y_train = normalize_batches(last, setup.layout, setup.eps).output
+        y_train = stream.normalize_batches(last, setup.layout, setup.eps).output
         y_eval = normalize(
             last.reshape(-1, *setup.sample_shape),
             "batch",
@@ -127,8 +121,8 @@ def order_demo(setup: LabSetup, progress: Fraction | None = None) -> OrderResult
         np.stack(b_mean),
         np.stack(r_mean),
         np.stack(f_var),
-        to_np(t_mean),
-        to_np(t_var),
+        stream.to_np(t_mean),
+        stream.to_np(t_var),
         np.asarray(noise),
         np.asarray(m_err),
         np.asarray(v_ratio),
@@ -142,8 +136,9 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Orde
     return order_demo(setup, phase(progress, "Feeding sorted and shuffled batches…"))
 
 
-def make_order_figure(res: OrderResult, channel: int, presenter: bool = False) -> go.Figure:
+def figure(res: OrderResult, presenter: bool = False) -> go.Figure:
     """Batch means and running mean of one channel, for each batch order."""
+    channel = res.channel
     fig = make_subplots(
         rows=len(res.orders),
         cols=1,
@@ -179,20 +174,7 @@ def make_order_figure(res: OrderResult, channel: int, presenter: bool = False) -
             row,
             1,
         )
-        fig.add_trace(
-            go.Scatter(
-                x=[1, S],
-                y=[float(res.true_mean[channel])] * 2,
-                mode="lines",
-                line={"color": TRUTH, "dash": "dash", "width": 2},
-                name="training set mean",
-                legendgroup="truth",
-                showlegend=i == 0,
-                hoverinfo="skip",
-            ),
-            row,
-            1,
-        )
+        fig.add_trace(level(S, res.true_mean[channel], "training set mean", i == 0), row, 1)
     fig.update_xaxes(title_text="training step (batch)", row=len(res.orders), col=1)
     fig.update_layout(
         title="Sorted data: every batch is one cluster", legend={"orientation": "h", "y": -0.15}
@@ -200,20 +182,17 @@ def make_order_figure(res: OrderResult, channel: int, presenter: bool = False) -
     return style.apply(fig, presenter, height=560)
 
 
-def figure(res: OrderResult, presenter: bool) -> go.Figure:
-    return make_order_figure(res, res.channel, presenter)
+COLUMNS = (
+    ("batches", "orders"),
+    ("batch mean spread (σ)", "batch_noise"),
+    ("running mean error (σ)", "mean_error"),
+    ("running var / true var", "var_ratio"),
+    ("mean |y_train − y_eval|", "gap"),
+)
 
 
 def table(res: OrderResult) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "batches": res.orders,
-            "batch mean spread (σ)": res.batch_noise,
-            "running mean error (σ)": res.mean_error,
-            "running var / true var": res.var_ratio,
-            "mean |y_train − y_eval|": res.gap,
-        }
-    )
+    return frame(res, COLUMNS)
 
 
 def notes(res: OrderResult) -> Sequence[str]:

@@ -1,4 +1,4 @@
-"""Figure pieces the lab's sections share: colours, rounded series, step traces, spreads.
+"""What the lab's sections share to draw: colours, rounded series, step traces, spreads, tables.
 
 Steps are drawn with x0/dx instead of an x array and values are rounded to a
 few significant digits, so even 2000 steps stay far below the 1 MB budget.
@@ -7,8 +7,10 @@ few significant digits, so even 2000 steps stay far below the 1 MB budget.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 
 from normviz import style
@@ -42,6 +44,35 @@ def marker_line(x: float, y0: float, y1: float, label: str, show: bool = True) -
         showlegend=show,
         hoverinfo="skip",
     )
+
+
+def series(x: Sequence, y: Sequence, name: str, colour: str, symbol: str) -> go.Scatter:
+    """One measured curve: markers joined by a line."""
+    return go.Scatter(
+        x=rounded(x),
+        y=rounded(y),
+        mode="markers+lines",
+        marker={"size": 10, "symbol": symbol},
+        line={"color": colour, "width": 3},
+        name=name,
+    )
+
+
+def level(steps: int, value: float, name: str, show: bool) -> go.Scatter:
+    """The training set's value: a dashed line over steps 1…steps."""
+    return go.Scatter(
+        x=[1, steps],
+        y=[float(value)] * 2,
+        mode="lines",
+        line={"color": TRUTH, "dash": "dash", "width": 2},
+        name=name,
+        legendgroup="truth",
+        showlegend=show,
+        hoverinfo="skip",
+    )
+
+
+Spread = tuple[np.ndarray, np.ndarray, str, str, str]  # small, pooled, their labels, title
 
 
 def make_spread_figure(
@@ -87,3 +118,13 @@ def make_spread_figure(
     fig.update_yaxes(title_text="batch mean − true mean (in σ)")
     fig.update_layout(title=title, legend={"orientation": "h", "y": -0.25})
     return style.apply(fig, presenter, height=420)
+
+
+def spread_figure(res: Any, presenter: bool = False) -> go.Figure:
+    """The figure of a result with a `spread` (accumulation, sync)."""
+    return make_spread_figure(*res.spread, presenter)
+
+
+def frame(result: object, columns: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """A table whose columns are fields of `result`: (column title, field name) pairs."""
+    return pd.DataFrame({title: getattr(result, name) for title, name in columns})

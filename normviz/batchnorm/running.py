@@ -20,7 +20,7 @@ from normviz.batchnorm.lab import (
     one_thread,
     twin_convention,
 )
-from normviz.batchnorm.plot import BATCH, RUNNING, TRUTH, TWIN, steps_trace
+from normviz.batchnorm.plot import BATCH, RUNNING, TWIN, level, steps_trace
 from normviz.batchnorm.stream import Fraction, batch_indices, make_dataset, phase, run_stream, to_np
 from normviz.knobs import Value
 from normviz.running import RunningStats
@@ -92,8 +92,9 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Runn
     return running_trace(setup, phase(progress, "Feeding the training batches through BatchNorm…"))
 
 
-def make_running_figure(trace: RunningTrace, channel: int, presenter: bool = False) -> go.Figure:
-    """Simulation 1: batch statistics (dots), running statistics (line), truth (dashed)."""
+def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
+    """Batch statistics (dots), running statistics (line), truth (dashed) of one channel."""
+    channel = trace.channel
     S = trace.running_mean.shape[0]
     fig = make_subplots(
         rows=2,
@@ -143,29 +144,12 @@ def make_running_figure(trace: RunningTrace, channel: int, presenter: bool = Fal
                 row,
                 1,
             )
-        fig.add_trace(
-            go.Scatter(
-                x=[1, S],
-                y=[float(truth[channel])] * 2,
-                mode="lines",
-                line={"color": TRUTH, "dash": "dash", "width": 2},
-                name="training set (truth)",
-                legendgroup="truth",
-                showlegend=first,
-                hoverinfo="skip",
-            ),
-            row,
-            1,
-        )
+        fig.add_trace(level(S, truth[channel], "training set (truth)", first), row, 1)
     fig.update_xaxes(title_text="training step (batch)", row=2, col=1)
     fig.update_layout(
         title="Running statistics follow the batches", legend={"orientation": "h", "y": -0.15}
     )
     return style.apply(fig, presenter, height=560)
-
-
-def figure(trace: RunningTrace, presenter: bool) -> go.Figure:
-    return make_running_figure(trace, trace.channel, presenter)
 
 
 def table(trace: RunningTrace) -> pd.DataFrame:

@@ -99,7 +99,7 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Shif
     return shift_sweep(setup, final_running(setup), float(knobs["shift"]), float(knobs["scale"]))
 
 
-def make_shift_figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
+def figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
     """Pooled output mean and variance against the evaluation shift, per method."""
     fig = make_subplots(
         rows=1,
@@ -155,10 +155,6 @@ def make_shift_figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
         title="Shifted evaluation data through each method", legend={"orientation": "h", "y": -0.3}
     )
     return style.apply(fig, presenter, height=440)
-
-
-def figure(res: ShiftResult, presenter: bool) -> go.Figure:
-    return make_shift_figure(res, presenter)
 
 
 def table(res: ShiftResult) -> pd.DataFrame:

@@ -8,20 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import torch
 
+from normviz.batchnorm import stream
 from normviz.batchnorm.lab import CHUNK, TRAIN_SAMPLES, LabSetup, check, new_running, one_thread
-from normviz.batchnorm.plot import make_spread_figure
-from normviz.batchnorm.stream import (
-    Fraction,
-    batch_indices,
-    make_dataset,
-    normalize_batches,
-    phase,
-    run_stream,
-    to_np,
-)
+from normviz.batchnorm.plot import Spread, spread_figure
+from normviz.batchnorm.stream import Fraction, phase
 from normviz.core import contract, normalize
 from normviz.knobs import Knob, Value
 from normviz.layouts import LAYOUTS
@@ -119,6 +111,14 @@ class SyncResult:
     final_mean: np.ndarray  # (2, C) running mean at the end: device 0 local, synced
     final_var: np.ndarray  # (2, C)
 
+    @property
+    def spread(self) -> Spread:
+        """The figure: each device's local batch mean against the synchronized mean."""
+        local = f"one device's local batch of {self.b}"
+        title = f"{self.devices} devices × {self.b} samples: one training step"
+        pooled = f"synchronized over {self.devices} devices"
+        return self.local_dev, self.sync_dev, local, pooled, title
+
 
 @one_thread()
 def sync_demo(setup: LabSetup, devices: int, progress: Fraction | None = None) -> SyncResult:
@@ -131,10 +131,11 @@ def sync_demo(setup: LabSetup, devices: int, progress: Fraction | None = None) -
     K, b = devices, setup.batch_size
     check(setup)
     check(setup.with_(batch_size=K * b))
-    ds = make_dataset(setup)
-    idx = batch_indices(TRAIN_SAMPLES, K * b, setup.steps, setup.seed)  # device k: columns k·b…
+    ds = stream.make_dataset(setup)
+    # device k: columns k·b…
+    idx = stream.batch_indices(TRAIN_SAMPLES, K * b, setup.steps, setup.seed)
     rs_local = new_running(setup.C, setup.momentum, setup.convention)
-    run_stream(ds.train, idx[:, :b], setup.layout, setup.eps, [rs_local])
+    stream.run_stream(ds.train, idx[:, :b], setup.layout, setup.eps, [rs_local])
     rs_sync = new_running(setup.C, setup.momentum, setup.convention)
     per_chunk = max(1, CHUNK // (K * b * math.prod(setup.sample_shape)))
     S = setup.steps
@@ -149,23 +150,24 @@ def sync_demo(setup: LabSetup, devices: int, progress: Fraction | None = None) -
             progress(stop / S)
     last = ds.train[idx[-1]].reshape(K, b, *setup.sample_shape)
     step = sync_forward(list(last), setup.layout, setup.eps)
-    local = normalize_batches(last, setup.layout, setup.eps)
-    one = normalize_batches(last.reshape(1, K * b, *setup.sample_shape), setup.layout, setup.eps)
+    local = stream.normalize_batches(last, setup.layout, setup.eps)
+    one_batch = last.reshape(1, K * b, *setup.sample_shape)
+    one = stream.normalize_batches(one_batch, setup.layout, setup.eps)
     y_sync = torch.stack(step.outputs)
     return SyncResult(
         K,
         b,
-        to_np((local.mean - ds.mean) / ds.std),
-        to_np((step.mean.float() - ds.mean) / ds.std),
-        to_np(step.sums.permute(1, 0, 2)),
+        stream.to_np((local.mean - ds.mean) / ds.std),
+        stream.to_np((step.mean.float() - ds.mean) / ds.std),
+        stream.to_np(step.sums.permute(1, 0, 2)),
         (local.output - y_sync).abs().mean().item(),
         (y_sync.reshape(one.output.shape) - one.output).abs().max().item(),
         np.asarray(
             [((r.mean - ds.mean).abs() / ds.std).mean().item() for r in (rs_local, rs_sync)]
         ),
         np.asarray([(r.var / ds.var.clamp_min(1e-12)).mean().item() for r in (rs_local, rs_sync)]),
-        np.stack([to_np(rs_local.mean), to_np(rs_sync.mean)]),
-        np.stack([to_np(rs_local.var), to_np(rs_sync.var)]),
+        np.stack([stream.to_np(rs_local.mean), stream.to_np(rs_sync.mean)]),
+        np.stack([stream.to_np(rs_local.var), stream.to_np(rs_sync.var)]),
     )
 
 
@@ -175,20 +177,7 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Sync
     return sync_demo(setup, int(knobs["devices"]), phase(progress, text))
 
 
-def make_sync_figure(res: SyncResult, presenter: bool = False) -> go.Figure:
-    """Each device's local batch mean against the synchronized mean."""
-    return make_spread_figure(
-        res.local_dev,
-        res.sync_dev,
-        f"one device's local batch of {res.b}",
-        f"synchronized over {res.devices} devices",
-        f"{res.devices} devices × {res.b} samples: one training step",
-        presenter,
-    )
-
-
-def figure(res: SyncResult, presenter: bool) -> go.Figure:
-    return make_sync_figure(res, presenter)
+figure = spread_figure
 
 
 def table(res: SyncResult) -> pd.DataFrame:
