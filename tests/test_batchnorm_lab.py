@@ -48,7 +48,7 @@ def _torch_bn(setup: lab.LabSetup, momentum: float | None) -> nn.Module:
 
 
 def _cf(x: torch.Tensor, layout: str) -> torch.Tensor:
-    """Channels first, as torch's BatchNorm wants them (written out here, not via bnlab)."""
+    """Channels first, as torch's BatchNorm wants them (written out here, not via the lab)."""
     return x.transpose(1, 2) if layout == "BTC" else x
 
 
