@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from normviz import choose, distributions, residual
+from normviz import batchnorm, choose, distributions, residual
 from normviz.core import Contract, NormConfigError, contract, parse_axes
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.knobs import Knob, Value
@@ -266,35 +266,9 @@ def settings_from_query(
 
 # Page-specific URL parameters (the shared ones are in SHARED), by URL path.
 PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
-    "batchnorm": (
-        Param("batch_size", 8, lo=1, hi=256),
-        Param("momentum", 0.1, lo=0.0, hi=1.0),
-        Param("convention", "pytorch", choices=("pytorch", "keras", "cumulative")),
-        Param("steps", 100, lo=1, hi=2000),
-        Param("shift", 0.5, lo=-10.0, hi=10.0),
-        Param("scale", 1.0, lo=0.1, hi=10.0),
-        Param("accum", 4, lo=1, hi=16),
-        Param("devices", 4, lo=1, hi=16),
-        Param("compare", "group", choices=("group", "layer")),
-        Param(
-            "sim",
-            "running",
-            choices=(
-                "running",
-                "bessel",
-                "batch-size",
-                "shift",
-                "order",
-                "accumulation",
-                "sync",
-                "freeze",
-                "checkpoint",
-                "model",
-            ),
-        ),
-    ),
+    "batchnorm": batchnorm.KNOBS,
     "distributions": distributions.KNOBS,
-    "residual": residual.KNOBS,  # depth/steps capped there to keep a first run to seconds
+    "residual": residual.KNOBS,
     "choose": choose.KNOBS,
     "axes": (
         Param("partition", False),

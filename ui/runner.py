@@ -11,7 +11,8 @@ as an error box that names what to change.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from itertools import groupby
 from typing import Any
@@ -66,6 +67,16 @@ def refusal(e: NormConfigError) -> None:
         st.error(f"**This setting cannot run:** {text}.", icon=":material/block:")
 
 
+def guard(check: Callable[[], object]) -> bool:
+    """Run a page-wide check; show why it refuses (as `refusal`) and return False."""
+    try:
+        check()
+    except NormConfigError as e:
+        refusal(e)
+        return False
+    return True
+
+
 def result(page: str, section: Section, setup: Any, knobs: Mapping[str, Value]) -> Any | None:
     """The section's cached result, or None after showing why it cannot run."""
     ensure_entrypoint()
@@ -114,8 +125,14 @@ def show(
     knobs: Mapping[str, Value],
     presenter: bool = False,
     intro: bool = True,
+    view: Mapping[str, Value] | None = None,
 ) -> Any | None:
-    """Intro, result, figure, table, notes and extras of one section; returns the result."""
+    """Intro, result, figure, table, notes and extras of one section; returns the result.
+
+    `view`: fields of the result that only choose what is drawn (e.g. which channel a
+    plot follows); set on the cached result, they never rerun the section. A table's
+    `df.attrs["format"]` (e.g. "percent") chooses how its numbers are shown.
+    """
     if intro and section.intro:
         st.markdown(section.intro)
     res = result(page, section, setup, knobs)
@@ -124,6 +141,9 @@ def show(
     more = list(section.extras(res))
     extras([e for e in more if e.top])
     items = _items(section, knobs)
+    if view:
+        res = dataclasses.replace(res, **view)
+        items += tuple(sorted(view.items()))
     fig = _figure(section, res, page, section.slug, setup, items, presenter)
     if fig is not None:
         st.plotly_chart(
@@ -131,7 +151,7 @@ def show(
         )
     df = section.table(res)
     if df is not None:
-        table(df)
+        table(df, df.attrs.get("format", "%.4g"))
     for note in section.notes(res):
         st.markdown(note)
     extras([e for e in more if not e.top])

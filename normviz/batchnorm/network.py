@@ -1,4 +1,4 @@
-"""Simulation 10: a small real network with BatchNorm, trained at a tiny and a normal batch size.
+"""The real model's networks: a small MLP with BatchNorm, at a tiny and a normal batch size.
 
 A three-layer MLP classifies seeded synthetic data (Gaussian classes on raw
 features with their own offsets and scales). It is trained with BatchNorm at
@@ -10,6 +10,7 @@ CPU in a few seconds.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +19,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from normviz.bnlab import one_thread, shifted
+from normviz.batchnorm.lab import one_thread
+from normviz.batchnorm.stream import shifted
 from normviz.core import NormConfigError
 from normviz.methods import METHODS
 
@@ -172,6 +174,33 @@ def train_all(cfg: ModelConfig, progress: ProgressText | None = None) -> Trained
     return Trained(cfg, tuple(runs))
 
 
+@dataclass(frozen=True, eq=False)
+class _Reporter:
+    """A progress callback that is no part of a cache key (all reporters are equal)."""
+
+    progress: ProgressText | None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reporter)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+@functools.lru_cache(maxsize=4)
+def _trained(cfg: ModelConfig, reporter: _Reporter) -> Trained:
+    return train_all(cfg, reporter.progress)
+
+
+def trained(cfg: ModelConfig, progress: ProgressText | None = None) -> Trained:
+    """train_all, remembered for the last few configurations (runs are never mutated).
+
+    Scoring the same networks at another test shift then costs a fraction of a second
+    instead of a retraining; `progress` is called only when training actually runs.
+    """
+    return _trained(cfg, _Reporter(progress))
+
+
 def _batches(n: int, b: int, steps: int, g: torch.Generator) -> list[torch.Tensor]:
     """`steps` minibatch index sets: shuffled epochs, the incomplete last batch dropped."""
     out: list[torch.Tensor] = []
@@ -225,6 +254,7 @@ class ModelReport:
     shift: float
     scale: float
     chance: float  # 1 / classes
+    config: ModelConfig = ModelConfig()  # what was trained
 
 
 @one_thread()
@@ -247,4 +277,4 @@ def evaluate(trained: Trained, shift: float, scale: float) -> ModelReport:
         rows.append(
             AccuracyRow(run.method, run.batch_size, scores[0], scores[1], scores[2], scores[3])
         )
-    return ModelReport(tuple(rows), shift, scale, 1.0 / cfg.classes)
+    return ModelReport(tuple(rows), shift, scale, 1.0 / cfg.classes, cfg)

@@ -18,7 +18,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn import functional as F
 
-from normviz import RunningStats, bnlab
+from normviz import RunningStats
+from normviz.batchnorm import lab, stream, sync
 
 MOMENTUM = 0.1
 EPS = 1e-5
@@ -60,8 +61,8 @@ def _worker(rank: int, world: int, init: str, jobs: list, out: str) -> None:
 
 
 SETUPS = (
-    bnlab.LabSetup(layout="BTC", sample_shape=(5, 6), batch_size=3, steps=4),
-    bnlab.LabSetup(layout="NCHW", sample_shape=(4, 3, 2), batch_size=2, steps=4),
+    lab.LabSetup(layout="BTC", sample_shape=(5, 6), batch_size=3, steps=4),
+    lab.LabSetup(layout="NCHW", sample_shape=(4, 3, 2), batch_size=2, steps=4),
 )
 
 
@@ -69,10 +70,8 @@ def test_simulation_equals_gloo_all_reduce(tmp_path: Path, monkeypatch: pytest.M
     K = 3  # processes; each start costs a torch import, so one group runs every job
     jobs = []
     for setup in SETUPS:
-        ds = bnlab.make_dataset(setup)
-        idx = bnlab.batch_indices(
-            bnlab.TRAIN_SAMPLES, K * setup.batch_size, setup.steps, setup.seed
-        )
+        ds = stream.make_dataset(setup)
+        idx = stream.batch_indices(lab.TRAIN_SAMPLES, K * setup.batch_size, setup.steps, setup.seed)
         jobs.append(
             (
                 setup.layout,
@@ -87,7 +86,7 @@ def test_simulation_equals_gloo_all_reduce(tmp_path: Path, monkeypatch: pytest.M
     for j, (setup, (layout, batches)) in enumerate(zip(SETUPS, jobs, strict=True)):
         rs = RunningStats(setup.C, MOMENTUM)
         for s in range(setup.steps):
-            step = bnlab.sync_forward(list(batches[s]), layout, EPS, rs)
+            step = sync.sync_forward(list(batches[s]), layout, EPS, rs)
             for r in range(K):
                 torch.testing.assert_close(
                     step.outputs[r], ranks[r][j]["y"][s], atol=1e-5, rtol=1e-5
@@ -97,5 +96,5 @@ def test_simulation_equals_gloo_all_reduce(tmp_path: Path, monkeypatch: pytest.M
             torch.testing.assert_close(rs.var, ranks[r][j]["var"], atol=1e-6, rtol=1e-5)
         assert step.count == K * setup.n
         # and the devices' outputs differ from what each would get alone (the sync matters)
-        alone = bnlab.normalize_batches(batches[-1], layout, EPS).output
+        alone = stream.normalize_batches(batches[-1], layout, EPS).output
         assert (alone - torch.stack(step.outputs)).abs().max() > 1e-3

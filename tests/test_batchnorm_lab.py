@@ -1,8 +1,9 @@
-"""The BatchNorm lab: every statistic and output against nn.BatchNorm fed the same batches."""
+"""BatchNorm lab sections: every statistic and output against nn.BatchNorm fed the same batches."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -10,13 +11,26 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from normviz import LAYOUTS, NormConfigError, RunningStats, bnlab
+from normviz import LAYOUTS, NormConfigError, RunningStats
+from normviz.batchnorm import (
+    accumulation,
+    batch_size,
+    bessel,
+    checkpoint,
+    freeze,
+    lab,
+    order,
+    running,
+    shift,
+    stream,
+    sync,
+)
 from normviz.data import generate
-from normviz.figures import batchnorm as figs
+from normviz.errors import Refusal
 
 SMALL = {
-    "BTC": bnlab.LabSetup(layout="BTC", sample_shape=(5, 6), batch_size=4, steps=30),
-    "NCHW": bnlab.LabSetup(layout="NCHW", sample_shape=(3, 2, 3), batch_size=3, steps=30),
+    "BTC": lab.LabSetup(layout="BTC", sample_shape=(5, 6), batch_size=4, steps=30),
+    "NCHW": lab.LabSetup(layout="NCHW", sample_shape=(3, 2, 3), batch_size=3, steps=30),
 }
 CONVENTIONS = [
     ("pytorch", 0.1),
@@ -27,14 +41,14 @@ CONVENTIONS = [
 ]
 
 
-def _torch_bn(setup: bnlab.LabSetup, momentum: float | None) -> nn.Module:
+def _torch_bn(setup: lab.LabSetup, momentum: float | None) -> nn.Module:
     """The torch module a user would write for this layout."""
     cls = nn.BatchNorm1d if setup.layout == "BTC" else nn.BatchNorm2d
     return cls(setup.C, eps=setup.eps, momentum=momentum)
 
 
 def _cf(x: torch.Tensor, layout: str) -> torch.Tensor:
-    """Channels first, as torch's BatchNorm wants them (written out here, not via bnlab)."""
+    """Channels first, as torch's BatchNorm wants them (written out here, not via the lab)."""
     return x.transpose(1, 2) if layout == "BTC" else x
 
 
@@ -43,9 +57,9 @@ def _channel_dims(layout: str) -> tuple[int, ...]:
     return (0, 2) if layout == "BTC" else (0, 2, 3)
 
 
-def _batches(setup: bnlab.LabSetup) -> list[torch.Tensor]:
-    ds = bnlab.make_dataset(setup)
-    idx = bnlab.batch_indices(bnlab.TRAIN_SAMPLES, setup.batch_size, setup.steps, setup.seed)
+def _batches(setup: lab.LabSetup) -> list[torch.Tensor]:
+    ds = stream.make_dataset(setup)
+    idx = stream.batch_indices(lab.TRAIN_SAMPLES, setup.batch_size, setup.steps, setup.seed)
     return [ds.train[i] for i in idx]
 
 
@@ -53,51 +67,51 @@ def _batches(setup: bnlab.LabSetup) -> list[torch.Tensor]:
 
 
 def test_conventions_and_memory() -> None:
-    assert bnlab.convert_momentum(0.1, "pytorch", "keras") == pytest.approx(0.9)
-    assert bnlab.convert_momentum(0.99, "keras", "pytorch") == pytest.approx(0.01)
-    assert bnlab.convert_momentum(0.1, "pytorch", "cumulative") == 0.1
-    assert bnlab.memory_steps(0.1, "pytorch") == pytest.approx(10)
-    assert bnlab.memory_steps(0.99, "keras") == pytest.approx(100)
-    assert bnlab.memory_steps(0.5, "cumulative") is None
-    assert bnlab.memory_steps(0.0, "pytorch") == float("inf")
-    assert bnlab.twin_convention("pytorch") == "keras"
-    assert bnlab.twin_convention("cumulative") is None
-    assert bnlab.torch_momentum(0.9, "keras") == pytest.approx(0.1)
-    assert bnlab.torch_momentum(0.9, "cumulative") is None
-    rs = bnlab.new_running(3, 0.5, "cumulative")
+    assert lab.convert_momentum(0.1, "pytorch", "keras") == pytest.approx(0.9)
+    assert lab.convert_momentum(0.99, "keras", "pytorch") == pytest.approx(0.01)
+    assert lab.convert_momentum(0.1, "pytorch", "cumulative") == 0.1
+    assert lab.memory_steps(0.1, "pytorch") == pytest.approx(10)
+    assert lab.memory_steps(0.99, "keras") == pytest.approx(100)
+    assert lab.memory_steps(0.5, "cumulative") is None
+    assert lab.memory_steps(0.0, "pytorch") == float("inf")
+    assert lab.twin_convention("pytorch") == "keras"
+    assert lab.twin_convention("cumulative") is None
+    assert stream.torch_momentum(0.9, "keras") == pytest.approx(0.1)
+    assert stream.torch_momentum(0.9, "cumulative") is None
+    rs = lab.new_running(3, 0.5, "cumulative")
     assert rs.momentum is None and rs.convention == "pytorch"
 
 
 def test_check_explains_what_to_change(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(NormConfigError, match="more than 1 value per channel"):
-        bnlab.check(bnlab.LabSetup(sample_shape=(1, 4), batch_size=1))
+    with pytest.raises(Refusal, match="more than 1 value per channel"):  # torch's: a lesson
+        lab.check(lab.LabSetup(sample_shape=(1, 4), batch_size=1))
     with pytest.raises(NormConfigError, match="unknown convention"):
-        bnlab.check(bnlab.LabSetup(convention="tf"))
+        lab.check(lab.LabSetup(convention="tf"))
     with pytest.raises(NormConfigError, match="momentum must be between 0 and 1"):
-        bnlab.check(bnlab.LabSetup(momentum=1.5))
+        lab.check(lab.LabSetup(momentum=1.5))
     monkeypatch.setenv("NORMVIZ_MAX_ELEMENTS", "10000")
     with pytest.raises(NormConfigError, match=r"over the app's cap of 10,000: make T or C smaller"):
-        bnlab.check(bnlab.LabSetup())
+        lab.check(lab.LabSetup())
     monkeypatch.delenv("NORMVIZ_MAX_ELEMENTS")
     with pytest.raises(NormConfigError, match="lower the steps or the batch size"):
-        bnlab.check(bnlab.LabSetup(sample_shape=(50, 16), batch_size=256, steps=2000))
-    bnlab.check(bnlab.LabSetup(sample_shape=(2, 4), batch_size=1))  # 1·2 values: fine
+        lab.check(lab.LabSetup(sample_shape=(50, 16), batch_size=256, steps=2000))
+    lab.check(lab.LabSetup(sample_shape=(2, 4), batch_size=1))  # 1·2 values: fine
 
 
 def test_batch_indices_are_shuffled_epochs() -> None:
-    idx = bnlab.batch_indices(10, 3, 7, seed=1)
+    idx = stream.batch_indices(10, 3, 7, seed=1)
     assert idx.shape == (7, 3)
     for epoch in (idx[:3], idx[3:6]):  # 3 full batches per epoch, no repeats inside one
         assert len(set(epoch.reshape(-1).tolist())) == 9
-    assert torch.equal(idx, bnlab.batch_indices(10, 3, 7, seed=1))
+    assert torch.equal(idx, stream.batch_indices(10, 3, 7, seed=1))
     with pytest.raises(NormConfigError, match="more than the 10 samples"):
-        bnlab.batch_indices(10, 11, 1, 0)
+        stream.batch_indices(10, 11, 1, 0)
 
 
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_dataset_truth_is_the_whole_training_set(layout: str) -> None:
     setup = SMALL[layout]
-    ds = bnlab.make_dataset(setup)
+    ds = stream.make_dataset(setup)
     x = _cf(ds.train, layout).double()
     assert torch.allclose(ds.mean.double(), x.mean(_channel_dims(layout)), atol=1e-5)
     assert torch.allclose(
@@ -112,7 +126,7 @@ def test_dataset_truth_is_the_whole_training_set(layout: str) -> None:
 def test_normalize_batches_equals_torch_per_batch(layout: str) -> None:
     setup = SMALL[layout]
     batches = torch.stack(_batches(setup)[:7])
-    run = bnlab.normalize_batches(batches, layout, setup.eps)
+    run = stream.normalize_batches(batches, layout, setup.eps)
     assert run.n == setup.n
     for s in range(len(batches)):
         bn = _torch_bn(setup, 0.1).train()
@@ -144,10 +158,10 @@ def _keras_reference(batches: list[torch.Tensor], layout: str, m: float) -> tupl
 @pytest.mark.parametrize(("convention", "momentum"), CONVENTIONS)
 def test_running_trace_equals_torch(layout: str, convention: str, momentum: float) -> None:
     setup = SMALL[layout].with_(convention=convention, momentum=momentum)
-    tr = bnlab.running_trace(setup)
+    tr = running.running_trace(setup)
     batches = _batches(setup)
     # the running mean of every convention is nn.BatchNorm's at the equivalent momentum
-    bn = _torch_bn(setup, bnlab.torch_momentum(momentum, convention)).train()
+    bn = _torch_bn(setup, stream.torch_momentum(momentum, convention)).train()
     torch_mean, torch_var = [], []
     for x in batches:
         bn(_cf(x, layout))
@@ -187,8 +201,8 @@ def test_running_trace_equals_torch(layout: str, convention: str, momentum: floa
 
 
 def test_running_converges_to_the_training_set() -> None:
-    setup = bnlab.LabSetup(batch_size=64, steps=300, momentum=0.05)
-    tr = bnlab.running_trace(setup)
+    setup = lab.LabSetup(batch_size=64, steps=300, momentum=0.05)
+    tr = running.running_trace(setup)
     sd = np.sqrt(tr.true_var)
     assert np.all(np.abs(tr.running_mean[-1] - tr.true_mean) < 0.2 * sd)
     assert np.all(np.abs(tr.running_var[-1] / tr.true_var - 1) < 0.25)
@@ -199,9 +213,9 @@ def test_running_converges_to_the_training_set() -> None:
 
 def test_bessel_matches_torch_variances() -> None:
     ns = (2, 3, 8)
-    res = bnlab.bessel(seed=3, ns=ns)
+    res = bessel.bessel(seed=3, ns=ns)
     for i, n in enumerate(ns):
-        x = generate("normal", "BTC", (n, 1, bnlab.BESSEL_REPEATS), 3 + n)[:, 0, :]  # (n, R)
+        x = generate("normal", "BTC", (n, 1, bessel.BESSEL_REPEATS), 3 + n)[:, 0, :]  # (n, R)
         assert res.biased[i] == pytest.approx(
             x.double().var(0, correction=0).mean().item(), rel=1e-5
         )
@@ -217,8 +231,8 @@ def test_bessel_matches_torch_variances() -> None:
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_one_value_refused_in_training_fine_in_eval(layout: str) -> None:
     setup = SMALL[layout]
-    tr = bnlab.running_trace(setup)
-    one = bnlab.one_value(setup, tr.final)
+    tr = running.running_trace(setup)
+    one = bessel.one_value(setup, tr.final)
     assert "more than 1 value per channel" in one.refusal
     shape = (1, 1, setup.C) if layout == "BTC" else (1, setup.C, 1, 1)
     x = torch.from_numpy(one.x).float().reshape(shape)
@@ -238,13 +252,13 @@ def test_one_value_refused_in_training_fine_in_eval(layout: str) -> None:
 def test_gap_sweep_equals_torch(layout: str) -> None:
     setup = SMALL[layout].with_(steps=12)
     sizes = (2, 8)
-    sweep = bnlab.gap_sweep(setup, sizes)
-    ds = bnlab.make_dataset(setup)
+    sweep = batch_size.gap_sweep(setup, sizes)
+    ds = stream.make_dataset(setup)
     for i, b in enumerate(sizes):
         bn = _torch_bn(setup, 0.1).train()
-        for rows in bnlab.batch_indices(bnlab.TRAIN_SAMPLES, b, setup.steps, setup.seed):
+        for rows in stream.batch_indices(lab.TRAIN_SAMPLES, b, setup.steps, setup.seed):
             bn(_cf(ds.train[rows], layout))
-        held = ds.held_out[: (bnlab.HELD_OUT // b) * b]
+        held = ds.held_out[: (lab.HELD_OUT // b) * b]
         y_train = torch.cat(
             [
                 F.batch_norm(_cf(held[j : j + b], layout), None, None, training=True, eps=setup.eps)
@@ -261,8 +275,8 @@ def test_gap_sweep_equals_torch(layout: str) -> None:
 
 
 def test_gap_sweep_marks_refused_sizes() -> None:
-    setup = bnlab.LabSetup(sample_shape=(1, 4), batch_size=2, steps=5)
-    sweep = bnlab.gap_sweep(setup, (1, 2, 4))
+    setup = lab.LabSetup(sample_shape=(1, 4), batch_size=2, steps=5)
+    sweep = batch_size.gap_sweep(setup, (1, 2, 4))
     assert sweep.refused == (1,)
     assert np.isnan(sweep.gap[0]) and np.isfinite(sweep.gap[1:]).all()
 
@@ -273,9 +287,9 @@ def test_gap_sweep_marks_refused_sizes() -> None:
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_shift_sweep_equals_torch(layout: str) -> None:
     setup = SMALL[layout]
-    tr = bnlab.running_trace(setup)
-    res = bnlab.shift_sweep(setup, tr.final, shift=1.5, scale=2.0, groups=3)
-    ds = bnlab.make_dataset(setup)
+    tr = running.running_trace(setup)
+    res = shift.shift_sweep(setup, tr.final, shift=1.5, scale=2.0, groups=3)
+    ds = stream.make_dataset(setup)
     C = setup.C
     view = (1, 1, C) if layout == "BTC" else (1, C, 1, 1)
     mu, sd = ds.mean.reshape(view), ds.var.sqrt().reshape(view)
@@ -298,11 +312,15 @@ def test_shift_sweep_equals_torch(layout: str) -> None:
     np.testing.assert_allclose(res.current_var[1:], 1.0, atol=1e-3)
 
 
-def test_comparison_groups() -> None:
-    assert bnlab.comparison_groups(8, 2) == 2
-    assert bnlab.comparison_groups(6, 4) == 3
-    assert bnlab.comparison_groups(7, 4) == 1
-    assert bnlab.comparison_groups(4, 99) == 4
+def test_a_group_count_that_does_not_divide_c_is_refused() -> None:
+    """The sidebar's G is used as it is: a G that does not divide C is refused, not replaced."""
+    setup = SMALL["BTC"].with_(groups=4)  # C = 6
+    with pytest.raises(NormConfigError, match=r"C=6, groups=4. Try groups in 1, 2, 3, 6"):
+        shift.shift_sweep(setup, running.running_trace(setup).final, 0.5, 1.0)
+    with pytest.raises(NormConfigError, match="Try groups in 1, 2, 3, 6"):
+        shift.SECTION.run(setup, shift.SECTION.defaults(), lambda f, t: None)
+    res = shift.shift_sweep(setup.with_(groups=3), running.running_trace(setup).final, 0.5, 1.0)
+    assert res.groups == 3
 
 
 # ---- 5. non-i.i.d. batches ---------------------------------------------------------------
@@ -311,15 +329,15 @@ def test_comparison_groups() -> None:
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_order_demo_equals_torch(layout: str) -> None:
     setup = SMALL[layout].with_(steps=40)
-    res = bnlab.order_demo(setup)
-    ds = bnlab.clustered_dataset(setup)
-    for i, idx in enumerate(bnlab.order_indices(setup)):
+    res = order.order_demo(setup)
+    ds = order.clustered_dataset(setup)
+    for i, idx in enumerate(order.order_indices(setup)):
         bn = _torch_bn(setup, 0.1).train()
         for rows in idx:
             bn(_cf(ds.train[rows], layout))
         np.testing.assert_allclose(res.running_mean[i, -1], bn.running_mean.numpy(), atol=2e-5)
         np.testing.assert_allclose(res.final_var[i], bn.running_var.numpy(), rtol=1e-4, atol=2e-5)
-        last = [ds.train[rows] for rows in idx[-bnlab.CLUSTERS :]]
+        last = [ds.train[rows] for rows in idx[-order.CLUSTERS :]]
         with torch.no_grad():
             gaps = [
                 (
@@ -331,7 +349,7 @@ def test_order_demo_equals_torch(layout: str) -> None:
                 for x in last
             ]
         assert res.gap[i] == pytest.approx(torch.stack(gaps).mean().item(), rel=1e-4)
-    one_cluster = bnlab.order_indices(setup)[0] % bnlab.CLUSTERS
+    one_cluster = order.order_indices(setup)[0] % order.CLUSTERS
     assert (one_cluster == one_cluster[:, :1]).all()  # every batch from a single cluster
     # single-cluster batches: noisier batch means, too small a running variance, larger gap
     assert res.batch_noise[0] > res.batch_noise[1]
@@ -346,11 +364,9 @@ def test_order_demo_equals_torch(layout: str) -> None:
 def test_accumulation_equals_torch(layout: str) -> None:
     setup = SMALL[layout].with_(steps=10)
     k = 3
-    res = bnlab.accumulation(setup, k)
-    ds = bnlab.make_dataset(setup)
-    big_idx = bnlab.batch_indices(
-        bnlab.TRAIN_SAMPLES, k * setup.batch_size, setup.steps, setup.seed
-    )
+    res = accumulation.accumulation(setup, k)
+    ds = stream.make_dataset(setup)
+    big_idx = stream.batch_indices(lab.TRAIN_SAMPLES, k * setup.batch_size, setup.steps, setup.seed)
     micro_bn, big_bn = _torch_bn(setup, 0.1).train(), _torch_bn(setup, 0.1).train()
     for rows in big_idx:
         x = ds.train[rows]
@@ -390,7 +406,7 @@ def test_sync_forward_equals_one_big_batch(layout: str, K: int) -> None:
     setup = SMALL[layout]
     xs = [b for b in _batches(setup)[:K]]
     rs = RunningStats(setup.C, 0.1)
-    step = bnlab.sync_forward(xs, layout, setup.eps, rs)
+    step = sync.sync_forward(xs, layout, setup.eps, rs)
     bn = _torch_bn(setup, 0.1).train()
     y = bn(_cf(torch.cat(xs), layout))
     torch.testing.assert_close(
@@ -406,9 +422,9 @@ def test_sync_forward_equals_one_big_batch(layout: str, K: int) -> None:
 def test_sync_demo_equals_torch(layout: str) -> None:
     setup = SMALL[layout].with_(steps=8)
     K = 3
-    res = bnlab.sync_demo(setup, K)
-    ds = bnlab.make_dataset(setup)
-    idx = bnlab.batch_indices(bnlab.TRAIN_SAMPLES, K * setup.batch_size, setup.steps, setup.seed)
+    res = sync.sync_demo(setup, K)
+    ds = stream.make_dataset(setup)
+    idx = stream.batch_indices(lab.TRAIN_SAMPLES, K * setup.batch_size, setup.steps, setup.seed)
     local_bn, sync_bn = _torch_bn(setup, 0.1).train(), _torch_bn(setup, 0.1).train()
     for rows in idx:
         x = ds.train[rows]
@@ -427,7 +443,7 @@ def test_sync_demo_equals_torch(layout: str) -> None:
 
 def test_freeze_demo_matches_a_real_module_step() -> None:
     setup = SMALL["NCHW"]
-    res = bnlab.freeze_demo(setup)
+    res = freeze.freeze_demo(setup)
     expected = {
         # (training, requires_grad): weight, bias, running_mean, running_var, num_batches_tracked
         (True, True): (True, True, True, True, True),
@@ -438,7 +454,7 @@ def test_freeze_demo_matches_a_real_module_step() -> None:
     assert res.names == ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
     assert {(r.training, r.requires_grad): r.changed for r in res.rows} == expected
     # the same step written out with torch here gives the same γ after "train, requires_grad"
-    x = bnlab.make_dataset(setup).train[: setup.batch_size].requires_grad_(True)
+    x = stream.make_dataset(setup).train[: setup.batch_size].requires_grad_(True)
     bn = nn.BatchNorm2d(setup.C)
     opt = torch.optim.SGD(bn.parameters(), lr=res.lr)
     (bn(x) - 1.0).square().mean().backward()
@@ -448,7 +464,7 @@ def test_freeze_demo_matches_a_real_module_step() -> None:
 
 
 def test_freeze_eval_mode_keeps_buffers_even_for_keras_momentum() -> None:
-    res = bnlab.freeze_demo(SMALL["BTC"].with_(convention="keras", momentum=0.99))
+    res = freeze.freeze_demo(SMALL["BTC"].with_(convention="keras", momentum=0.99))
     evals = [r for r in res.rows if not r.training]
     assert all(not any(r.changed[2:]) for r in evals)
 
@@ -456,7 +472,7 @@ def test_freeze_eval_mode_keeps_buffers_even_for_keras_momentum() -> None:
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_checkpoint_demo(layout: str) -> None:
     setup = SMALL[layout].with_(steps=40)
-    res = bnlab.checkpoint_demo(setup)
+    res = checkpoint.checkpoint_demo(setup)
     entries = {e.key: e for e in res.entries}
     assert list(entries) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
     assert entries["weight"].kind == "parameter" and entries["running_var"].kind == "buffer"
@@ -464,14 +480,14 @@ def test_checkpoint_demo(layout: str) -> None:
     # torch reports the two statistics as missing (it quietly fills num_batches_tracked)
     assert res.missing == ("running_mean", "running_var")
     # the buffers in the checkpoint are what the lab's RunningStats give for the same batches
-    tr = bnlab.running_trace(setup.with_(steps=res.steps))
+    tr = running.running_trace(setup.with_(steps=res.steps))
     np.testing.assert_allclose(entries["running_mean"].values, tr.running_mean[-1], atol=2e-5)
     np.testing.assert_allclose(
         entries["running_var"].values, tr.running_var[-1], rtol=1e-4, atol=2e-5
     )
     # with buffers: same outputs as the trained layer; without: 0/1 statistics
     np.testing.assert_allclose(res.out_mean[0], res.out_mean[1], atol=1e-6)
-    ds = bnlab.make_dataset(setup)
+    ds = stream.make_dataset(setup)
     w = torch.from_numpy(entries["weight"].values).float()
     b = torch.from_numpy(entries["bias"].values).float()
     y = F.batch_norm(
@@ -492,11 +508,11 @@ def test_checkpoint_demo(layout: str) -> None:
 
 
 def test_torch_module_comes_from_the_registry() -> None:
-    assert isinstance(bnlab.torch_batchnorm("BTC", 4), nn.BatchNorm1d)
-    assert isinstance(bnlab.torch_batchnorm("NCHW", 4), nn.BatchNorm2d)
+    assert isinstance(stream.torch_batchnorm("BTC", 4), nn.BatchNorm1d)
+    assert isinstance(stream.torch_batchnorm("NCHW", 4), nn.BatchNorm2d)
     x = torch.randn(2, 3, 4)
-    assert torch.equal(bnlab.from_torch_layout(bnlab.to_torch_layout(x, "BTC"), "BTC"), x)
-    assert bnlab.to_torch_layout(x, "BTC").shape == (2, 4, 3)
+    assert torch.equal(stream.from_torch_layout(stream.to_torch_layout(x, "BTC"), "BTC"), x)
+    assert stream.to_torch_layout(x, "BTC").shape == (2, 4, 3)
 
 
 # ---- figures ---------------------------------------------------------------------------------
@@ -508,37 +524,39 @@ def _size(fig) -> int:
 
 def test_figures_at_the_largest_settings() -> None:
     """Every lab figure stays under 1 MB at the largest steps, batch sweep and channel count."""
-    big = bnlab.LabSetup(sample_shape=(1, 900), batch_size=8, steps=2000)  # C = 900, cap-sized
-    tr = bnlab.running_trace(big)
-    fig = figs.make_running_figure(tr, channel=899)
+    big = lab.LabSetup(sample_shape=(1, 900), batch_size=8, steps=2000)  # C = 900, cap-sized
+    tr = running.running_trace(big)
+    fig = running.figure(replace(tr, channel=899))
     assert _size(fig) <= 1_000_000
     names = [t.name for t in fig.data]
     assert "running statistic" in names and "training set (truth)" in names
     assert any("keras" in (n or "") for n in names)
-    assert figs.make_order_figure(bnlab.order_demo(big.with_(steps=2000)), 0).to_json()
-    acc = bnlab.accumulation(big.with_(steps=20), 16)
-    assert _size(figs.make_accumulation_figure(acc)) <= 1_000_000
-    syn = bnlab.sync_demo(big.with_(steps=20), 16)
-    assert _size(figs.make_sync_figure(syn)) <= 1_000_000
-    ck = bnlab.checkpoint_demo(big.with_(steps=5))
-    assert _size(figs.make_checkpoint_figure(ck)) <= 1_000_000
+    assert order.figure(order.order_demo(big.with_(steps=2000))).to_json()
+    acc = accumulation.accumulation(big.with_(steps=20), 16)
+    assert _size(accumulation.figure(acc)) <= 1_000_000
+    syn = sync.sync_demo(big.with_(steps=20), 16)
+    assert _size(sync.figure(syn)) <= 1_000_000
+    ck = checkpoint.checkpoint_demo(big.with_(steps=5))
+    assert _size(checkpoint.figure(ck)) <= 1_000_000
 
 
 def test_figures_have_their_traces_and_titles() -> None:
     setup = SMALL["BTC"]
-    tr = bnlab.running_trace(setup)
-    fig = figs.make_running_figure(tr, 0, presenter=True)
+    tr = running.running_trace(setup)
+    fig = running.figure(tr, presenter=True)
     assert fig.layout.font.size > 16  # presenter mode enlarges the text
     assert len(fig.data) == 8  # 2 panels × (batch, running, twin, truth)
-    cum = figs.make_running_figure(bnlab.running_trace(setup.with_(convention="cumulative")), 0)
+    cum_trace = running.running_trace(setup.with_(convention="cumulative"))
+    cum = running.figure(cum_trace)
     assert len(cum.data) == 6
-    bes = figs.make_bessel_figure(bnlab.bessel(ns=(2, 4)), current_n=20)
+    bes = bessel.figure(replace(bessel.bessel(ns=(2, 4)), current_n=20))
     assert [t.name for t in bes.data][1].startswith("biased")
-    gap = figs.make_gap_figure(bnlab.gap_sweep(setup.with_(steps=5), (2, 4)), current_b=4)
+    sweep = batch_size.gap_sweep(setup.with_(steps=5), (2, 4))
+    gap = batch_size.figure(replace(sweep, current_b=4))
     assert gap.layout.xaxis.type == "log"
-    sh = figs.make_shift_figure(bnlab.shift_sweep(setup, tr.final, 0.5, 1.0))
+    sh = shift.figure(shift.shift_sweep(setup, tr.final, 0.5, 1.0))
     assert {t.legendgroup for t in sh.data} == {"batch", "layer", "group"}
-    fr = figs.make_freeze_figure(bnlab.freeze_demo(setup))
+    fr = freeze.figure(freeze.freeze_demo(setup))
     assert fr.data[0].text[3] == ["unchanged"] * 5
     for f in (bes, gap, sh, fr):
         assert f.layout.title.text

@@ -1,4 +1,4 @@
-"""The small real model: seeded training, and the qualitative BatchNorm result it teaches."""
+"""The real-model section: seeded training, and the qualitative BatchNorm result it teaches."""
 
 from __future__ import annotations
 
@@ -6,21 +6,21 @@ import pytest
 import torch
 from torch import nn
 
-from normviz import NormConfigError, bnmodel
-from normviz.figures import batchnorm as figs
+from normviz import NormConfigError
+from normviz.batchnorm import model, network
 
 
 @pytest.fixture(scope="module")
-def trained() -> dict[int, bnmodel.Trained]:
+def trained() -> dict[int, network.Trained]:
     """The page's default runs (GroupNorm beside BatchNorm) for two seeds, trained once."""
-    return {seed: bnmodel.train_all(bnmodel.ModelConfig(seed=seed)) for seed in (0, 1)}
+    return {seed: network.train_all(network.ModelConfig(seed=seed)) for seed in (0, 1)}
 
 
 def test_data_is_seeded_and_raw() -> None:
-    cfg = bnmodel.ModelConfig(seed=4)
-    a, b = bnmodel.make_data(cfg), bnmodel.make_data(cfg)
+    cfg = network.ModelConfig(seed=4)
+    a, b = network.make_data(cfg), network.make_data(cfg)
     assert torch.equal(a.x_train, b.x_train) and torch.equal(a.y_test, b.y_test)
-    other = bnmodel.make_data(bnmodel.ModelConfig(seed=5))
+    other = network.make_data(network.ModelConfig(seed=5))
     assert not torch.equal(a.x_train, other.x_train)
     assert a.x_train.shape == (cfg.n_train, cfg.features) and a.x_test.shape[0] == cfg.n_test
     assert set(a.y_train.tolist()) == set(range(cfg.classes))
@@ -29,20 +29,20 @@ def test_data_is_seeded_and_raw() -> None:
 
 
 def test_network_uses_the_real_torch_layers() -> None:
-    cfg = bnmodel.ModelConfig()
-    kinds = {m: [type(x) for x in bnmodel.build(m, cfg)] for m in ("batch", "layer", "group")}
+    cfg = network.ModelConfig()
+    kinds = {m: [type(x) for x in network.build(m, cfg)] for m in ("batch", "layer", "group")}
     assert kinds["batch"].count(nn.BatchNorm1d) == 2
     assert kinds["layer"].count(nn.LayerNorm) == 2
     assert kinds["group"].count(nn.GroupNorm) == 2
     with pytest.raises(NormConfigError, match="compares BatchNorm with one of group, layer"):
-        bnmodel.train_all(bnmodel.ModelConfig(compare="instance"))
+        network.train_all(network.ModelConfig(compare="instance"))
 
 
 def test_training_is_seeded_and_reports_progress() -> None:
-    cfg = bnmodel.ModelConfig(seed=2, steps=40, compare="layer")
+    cfg = network.ModelConfig(seed=2, steps=40, compare="layer")
     seen: list[tuple[float, str]] = []
-    a = bnmodel.train_all(cfg, progress=lambda f, text: seen.append((f, text)))
-    b = bnmodel.train_all(cfg)
+    a = network.train_all(cfg, progress=lambda f, text: seen.append((f, text)))
+    b = network.train_all(cfg)
     assert [(r.method, r.batch_size) for r in a.runs] == [
         ("batch", 2),
         ("batch", 64),
@@ -61,9 +61,9 @@ def test_training_is_seeded_and_reports_progress() -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_tiny_batches_lose_to_normal_batches_under_shift(
-    trained: dict[int, bnmodel.Trained], seed: int
+    trained: dict[int, network.Trained], seed: int
 ) -> None:
-    rep = bnmodel.evaluate(trained[seed], shift=0.5, scale=1.0)
+    rep = network.evaluate(trained[seed], shift=0.5, scale=1.0)
     rows = {(r.method, r.batch_size): r for r in rep.rows}
     bn2, bn64 = rows[("batch", 2)], rows[("batch", 64)]
     # the issue's claim: evaluation accuracy with batch size 2 and shift is below batch size 64's
@@ -78,34 +78,34 @@ def test_tiny_batches_lose_to_normal_batches_under_shift(
     assert rep.chance == 0.25
 
 
-def test_evaluation_leaves_the_trained_runs_alone(trained: dict[int, bnmodel.Trained]) -> None:
+def test_evaluation_leaves_the_trained_runs_alone(trained: dict[int, network.Trained]) -> None:
     run = trained[0].runs[0]
     before = {k: v.clone() for k, v in run.state.items()}
-    rep = bnmodel.evaluate(trained[0], shift=2.0, scale=3.0)
+    rep = network.evaluate(trained[0], shift=2.0, scale=3.0)
     assert all(torch.equal(before[k], run.state[k]) for k in before)
     assert (rep.shift, rep.scale) == (2.0, 3.0)
-    none = bnmodel.evaluate(trained[0], shift=0.0, scale=1.0)
+    none = network.evaluate(trained[0], shift=0.0, scale=1.0)
     for r in none.rows:  # no shift: the shifted columns are the clean ones
         assert (r.train_shifted, r.eval_shifted) == (r.train_clean, r.eval_clean)
 
 
 def test_accuracy_in_training_mode_uses_the_training_batch_size() -> None:
-    cfg = bnmodel.ModelConfig(steps=5)
-    model = bnmodel.build("batch", cfg, torch.Generator().manual_seed(0))
-    data = bnmodel.make_data(cfg)
+    cfg = network.ModelConfig(steps=5)
+    model = network.build("batch", cfg, torch.Generator().manual_seed(0))
+    data = network.make_data(cfg)
     calls: list[int] = []
     model[1].register_forward_hook(lambda m, i, o: calls.append(i[0].shape[0]))
-    bnmodel.accuracy(model, data.x_test, data.y_test, training=True, batch_size=64)
+    network.accuracy(model, data.x_test, data.y_test, training=True, batch_size=64)
     assert set(calls) == {64} and len(calls) == cfg.n_test // 64
     calls.clear()
-    bnmodel.accuracy(model, data.x_test, data.y_test, training=False, batch_size=64)
+    network.accuracy(model, data.x_test, data.y_test, training=False, batch_size=64)
     assert calls == [cfg.n_test]
 
 
-def test_model_figure(trained: dict[int, bnmodel.Trained]) -> None:
-    rep = bnmodel.evaluate(trained[0], shift=0.5, scale=1.0)
-    fig = figs.make_model_figure(rep)
-    assert [t.name for t in fig.data] == [label for _, label, _ in figs.MODEL_SCORES]
+def test_model_figure(trained: dict[int, network.Trained]) -> None:
+    rep = network.evaluate(trained[0], shift=0.5, scale=1.0)
+    fig = model.figure(rep)
+    assert [t.name for t in fig.data] == [label for _, label, _ in model.MODEL_SCORES]
     assert list(fig.data[1].x) == [
         "BatchNorm, batch 2",
         "BatchNorm, batch 64",
@@ -114,3 +114,13 @@ def test_model_figure(trained: dict[int, bnmodel.Trained]) -> None:
     ]
     assert fig.data[3].y[0] == pytest.approx(rep.rows[0].eval_shifted, abs=1e-4)
     assert len(fig.to_json()) <= 1_000_000
+
+
+def test_trained_networks_are_reused_across_test_shifts() -> None:
+    cfg = network.ModelConfig(seed=3, steps=10)
+    seen: list[float] = []
+    first = network.trained(cfg, lambda f, text: seen.append(f))
+    assert seen and seen[-1] == 1.0  # the first call trains, with progress
+    seen.clear()
+    assert network.trained(cfg, lambda f, text: seen.append(f)) is first
+    assert not seen  # the second does not train again
