@@ -47,29 +47,27 @@ class Contract:
     def method_obj(self) -> Method:
         return METHODS[self.method]
 
-    @property
-    def axes(self) -> tuple[str, ...]:
-        """Reduced axis names in layout order; GroupNorm's pooled channels read "C/G"."""
+    def _names(self, pooled: bool) -> tuple[str, ...]:
+        """Axis names in layout order that are pooled (`pooled`) or kept apart; GroupNorm's
+        channel axis is both: its C/G channels are pooled, its G groups kept apart."""
         lay = self.layout_obj
         out = []
         for a in lay.axes:
             if a == lay.channel and self.method_obj.grouped:
-                out.append(f"{a}/G")
-            elif a in self.reduced:
+                out.append(f"{a}/G" if pooled else "G")
+            elif (a in self.reduced) == pooled:
                 out.append(a)
         return tuple(out)
 
     @property
+    def axes(self) -> tuple[str, ...]:
+        """Reduced axis names in layout order; GroupNorm's pooled channels read "C/G"."""
+        return self._names(pooled=True)
+
+    @property
     def kept(self) -> tuple[str, ...]:
         """Axes that keep separate statistics ("G" for GroupNorm's groups)."""
-        lay = self.layout_obj
-        out = []
-        for a in lay.axes:
-            if a == lay.channel and self.method_obj.grouped:
-                out.append("G")
-            elif a not in self.reduced:
-                out.append(a)
-        return tuple(out)
+        return self._names(pooled=False)
 
     @property
     def expanded_shape(self) -> tuple[int, ...]:

@@ -28,7 +28,6 @@ HIGHLIGHT = "#D55E00"  # the selected statistic group
 SELECTED = "#000000"  # the selected cell
 MUTED = "#D9D9D9"  # cells outside the selection
 BEFORE = "#7F7F7F"  # "before" histograms
-AFTER = PALETTE[0]  # "after" histograms
 DIVERGING = "RdBu_r"  # values around 0
 FONT_FAMILY = "Source Sans Pro, Arial, sans-serif"
 BASE_FONT = 16  # px; presenter mode multiplies it

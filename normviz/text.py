@@ -9,7 +9,6 @@ from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS, STANDARD_METHODS
 
 FORMULA = r"y \;=\; \gamma \cdot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \;+\; \beta"
-RMS_FORMULA = r"y \;=\; \gamma \cdot \frac{x}{\sqrt{\tfrac{1}{m}\sum x^2 + \varepsilon}}"
 
 
 def yes_no(flag: bool) -> str:
