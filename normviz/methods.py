@@ -25,6 +25,8 @@ class Method:
     centred: bool = True  # subtracts the mean (RMSNorm does not)
     batch_dependent: bool = False  # a sample's output depends on the other samples
     train_eval_differ: bool = False  # training and evaluation use different statistics
+    # The torch constructor flag the answer above hangs on (empty: none can change it).
+    train_eval_note: str = ""
     stat_noun: str = "statistic"  # what one statistic belongs to: "channel", "token", ...
     # torch refuses training with a single value per statistic (BatchNorm, InstanceNorm)
     needs_two_in_training: bool = False
@@ -47,6 +49,8 @@ METHODS: dict[str, Method] = {
             reduces={"BTC": ("B", "T"), "NCHW": ("N", "H", "W")},
             batch_dependent=True,
             train_eval_differ=True,
+            train_eval_note="with torch's default track_running_stats=True (with False, "
+            "evaluation uses batch statistics too)",
             stat_noun="channel",
             needs_two_in_training=True,
             torch_module={
@@ -71,7 +75,9 @@ METHODS: dict[str, Method] = {
             },
             natural_setting="transformers and RNNs",
             best_for="transformers, RNNs, small or variable batches",
-            pitfall="erases each sample's overall scale unless γ and β recover it",
+            pitfall="erases each sample's overall scale for good: γ and β are shared by every "
+            "sample, so LN(10·x) equals LN(x) up to ε; a model that needs the magnitude must "
+            "carry it past the norm (the pre-norm residual stream does)",
         ),
         Method(
             key="instance",
@@ -79,6 +85,8 @@ METHODS: dict[str, Method] = {
             summary="one mean and variance per sample and channel, over positions only",
             reduces={"BTC": ("T",), "NCHW": ("H", "W")},
             stat_noun="instance",
+            train_eval_note="with torch's default track_running_stats=False (with True, "
+            "evaluation uses running statistics and differs from training)",
             needs_two_in_training=True,
             torch_module={
                 "BTC": "nn.InstanceNorm1d({C}, eps={eps})",
@@ -102,7 +110,7 @@ METHODS: dict[str, Method] = {
             },
             torch_channel_first=True,
             natural_setting="detection and segmentation with batches of 1 or 2",
-            best_for="CNNs with small batches (Mask R-CNN, U-Nets)",
+            best_for="CNNs with small batches (detection, segmentation, U-Nets)",
             pitfall="C must be divisible by the number of groups",
         ),
         Method(

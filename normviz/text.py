@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pandas as pd
+import torch
+from torch import nn
 
 from normviz.core import Contract, contract
 from normviz.layouts import LAYOUTS
@@ -13,6 +15,13 @@ FORMULA = r"y \;=\; \gamma \cdot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \
 
 def yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
+
+
+def train_eval_text(method: str) -> str:
+    """The train ≠ eval answer ("yes"/"no") with the constructor flag it hangs on."""
+    m = METHODS[method]
+    note = f" ({m.train_eval_note})" if m.train_eval_note else ""
+    return yes_no(m.train_eval_differ) + note
 
 
 def _layout_contract(method: str, layout: str) -> Contract:
@@ -44,8 +53,95 @@ def contract_table() -> pd.DataFrame:
         row |= {
             "subtracts μ": yes_no(m.centred),
             "uses other samples": yes_no(m.batch_dependent),
-            "train ≠ eval": yes_no(m.train_eval_differ),
+            "train ≠ eval": train_eval_text(key),
             "natural setting": m.natural_setting,
         }
         rows.append(row)
     return pd.DataFrame(rows).set_index("method")
+
+
+# ---- torch's defaults, read off constructed modules (never written by hand) ----------
+
+DEFAULTS_C, DEFAULTS_G = 8, 2  # the channels (and GroupNorm's groups) the modules are built with
+
+
+def default_module(method: str, C: int = DEFAULTS_C, G: int = DEFAULTS_G) -> nn.Module:
+    """torch's module for a standard method over C channels (NCHW), every default kept."""
+    build = {
+        "batch": lambda: nn.BatchNorm2d(C),
+        "layer": lambda: nn.LayerNorm(C),
+        "instance": lambda: nn.InstanceNorm2d(C),
+        "group": lambda: nn.GroupNorm(G, C),
+        "rms": lambda: nn.RMSNorm(C),
+    }
+    return build[method]()
+
+
+def _call_text(method: str, mod: nn.Module) -> str:
+    args = f"{DEFAULTS_G}, {DEFAULTS_C}" if METHODS[method].grouped else f"{DEFAULTS_C}"
+    return f"nn.{type(mod).__name__}({args})"
+
+
+def _flag(mod: nn.Module, *names: str) -> str:
+    for n in names:
+        if hasattr(mod, n):
+            return f"{n}={getattr(mod, n)}"
+    return "—"
+
+
+def eps_text(eps: float | None) -> str:
+    """A module's eps; None is the input dtype's machine epsilon, named with float32's."""
+    if eps is None:
+        return f"None: torch.finfo(dtype).eps ({torch.finfo(torch.float32).eps:.3g} in float32)"
+    return f"{eps:g}"
+
+
+def parameter_names(method: str) -> tuple[str, ...]:
+    """The learned tensors torch's default module holds: ("weight", "bias") or fewer."""
+    return tuple(n for n, _ in default_module(method).named_parameters(recurse=False))
+
+
+def torch_defaults_table() -> pd.DataFrame:
+    """What each torch module does when built with only its sizes: read off the module."""
+    rows = []
+    for key in STANDARD_METHODS:
+        mod = default_module(key)
+        params = parameter_names(key)
+        buffers = [n for n, _ in mod.named_buffers(recurse=False)]
+        rows.append(
+            {
+                "method": METHODS[key].label,
+                "built as": _call_text(key, mod),
+                "eps": eps_text(getattr(mod, "eps", None)),
+                "affine flag": _flag(mod, "affine", "elementwise_affine"),
+                "learned": ", ".join(params) or "nothing",
+                "track_running_stats": _flag(mod, "track_running_stats"),
+                "buffers": ", ".join(buffers) or "none",
+                "momentum": _flag(mod, "momentum"),
+            }
+        )
+    return pd.DataFrame(rows).set_index("method")
+
+
+def formula_note() -> str:
+    """What the methods share and where RMSNorm leaves the formula, from torch's modules."""
+    rms = ", ".join(parameter_names("rms"))
+    shared = [METHODS[k].label for k in shared_keys()]
+    bare = [METHODS[k].label for k in shared_keys() if not parameter_names(k)]
+    off = (
+        f" ({' and '.join(bare)} by default with γ = 1 and β = 0: torch builds it with "
+        "affine=False)"
+        if bare
+        else ""
+    )
+    return (
+        f"{', '.join(shared[:-1])} and {shared[-1]} compute exactly this formula{off}; they "
+        "differ only in **which values are pooled to get μ and σ²**. RMSNorm also changes "
+        "the formula: it subtracts no mean, divides by the root mean square, and has no β "
+        f"(torch's nn.RMSNorm learns only: {rms})."
+    )
+
+
+def shared_keys() -> tuple[str, ...]:
+    """The standard methods that subtract the mean (every one but RMSNorm)."""
+    return tuple(k for k in STANDARD_METHODS if METHODS[k].centred)

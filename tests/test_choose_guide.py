@@ -6,6 +6,7 @@ import pytest
 
 from normviz import METHODS, STANDARD_METHODS, style
 from normviz.choose import compare, guide
+from normviz.sources import SOURCES, cite
 from normviz.text import reduces_text
 
 
@@ -108,3 +109,70 @@ def test_comparison_table_reads_the_registry() -> None:
         assert row["best for"] == METHODS[k].best_for
         assert row["depends on batch size"] == ("yes" if METHODS[k].batch_dependent else "no")
     assert t.loc["GroupNorm", "normalizes over (NCHW)"] == "C/G, H, W"
+
+
+# ---- what the guide says, checked against the sources (issue 13) -------------------------
+
+
+def _all_text(rec: guide.Recommendation) -> str:
+    return " ".join((*rec.reasons, *rec.pitfalls))
+
+
+def test_mask_rcnn_used_frozen_batchnorm_and_groupnorm_came_later() -> None:
+    text = _all_text(_rec("detection", 2))
+    assert "classic GroupNorm user" not in text
+    assert "frozen" in text and cite("he2017") in text and cite("wu2018") in text
+    assert "Mask R-CNN" not in METHODS["group"].best_for
+
+
+def test_groupnorm_vs_batchnorm_at_large_and_small_batches_cites_wu_and_he() -> None:
+    big = _all_text(_rec("cnn", 64))
+    assert "23.6 %" in big and "24.1 %" in big and cite("wu2018") in big
+    small = _all_text(_rec("cnn", 2))
+    assert "10.6" in small and cite("wu2018") in small
+
+
+def test_weight_decay_is_a_recipe_choice_not_most_recipes() -> None:
+    for arch in guide.ARCHITECTURES:
+        text = _all_text(_rec(arch, 32))
+        assert "transformer recipes usually exempt" in text
+        assert "ResNet/ImageNet recipes decay every parameter" in text
+        assert "calibration" in text and "stability" in text
+    from normviz.choose.model_audit import DECAY_WHY
+
+    assert "most recipes" not in DECAY_WHY and "ResNet" in DECAY_WHY
+
+
+def test_transformers_avoid_batch_statistics_for_generation_long_context_and_leakage() -> None:
+    text = _all_text(_rec("transformer", 8))
+    for phrase in ("one token at a time", "long contexts", "leak"):
+        assert phrase in text
+    dist = _all_text(_rec("transformer", 8, "distributed"))
+    assert "needs no synchronized statistics" in dist
+
+
+def test_layernorm_pitfall_says_the_scale_is_gone_for_good() -> None:
+    p = METHODS["layer"].pitfall
+    assert "unless" not in p and "shared by every sample" in p and "for good" in p
+    assert compare.comparison_table().loc["LayerNorm", "watch out"] == p
+    assert _rec("transformer").pitfalls[0] == f"LayerNorm: {p}."
+
+
+def test_every_citation_points_into_the_bibliography() -> None:
+    import re
+
+    keys = set(SOURCES)
+    shorts = {s.short for s in SOURCES.values()}
+    texts = [
+        _all_text(_rec(a, b, *c))
+        for a in guide.ARCHITECTURES
+        for b in (2, 64)
+        for c in ((), ("shift",))
+    ]
+    cited = {
+        m.group(0)
+        for t in texts
+        for m in re.finditer(r"[A-Z][a-z]+ (?:& [A-Z][a-z]+|et al\.) \d{4}", t)
+    }
+    assert cited and cited <= shorts, cited - shorts
+    assert keys >= {"ioffe2015", "ba2016", "ulyanov2016", "wu2018", "zhang2019"}

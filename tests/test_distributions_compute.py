@@ -13,8 +13,11 @@ from torch import nn
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, NormConfigError
 from normviz.core import contract
 from normviz.data import generate
+from normviz.distributions import affine as affine_section
 from normviz.distributions import before_after
-from normviz.distributions.affine import affine_demo, affine_params, recover_input
+from normviz.distributions import rms_layer as rms_section
+from normviz.distributions import sample_scale as scale_section
+from normviz.distributions.affine import affine_demo, affine_params, landing_note, recover_input
 from normviz.distributions.all_methods import compare_methods
 from normviz.distributions.before_after import group_table
 from normviz.distributions.downloads import csv_bytes, npy_bytes
@@ -22,10 +25,16 @@ from normviz.distributions.eps import eps_sweep
 from normviz.distributions.histograms import histogram
 from normviz.distributions.moments import channel_moments
 from normviz.distributions.rms_layer import cosine_per_vector, cost_table, time_layer_vs_rms
-from normviz.distributions.sample_scale import sample_rms, scale_invariance
-from normviz.distributions.setup import leading_shape
+from normviz.distributions.sample_scale import (
+    affine_scale_note,
+    layernorm_scale_with_affine,
+    sample_rms,
+    scale_invariance,
+)
+from normviz.distributions.setup import example_setup, leading_shape
 from normviz.distributions.uncontrolled import uncontrolled
 from normviz.io import load_tensor
+from normviz.sections import no_progress
 from ui.params import EPS_CHOICES
 
 SHAPES = {"BTC": (3, 5, 8), "NCHW": (3, 4, 3, 5)}
@@ -329,6 +338,19 @@ def test_affine_demo_matches_torch(method: str, layout: str) -> None:
         np.testing.assert_allclose(demo.channels["std"], demo.weight, rtol=1e-3)
 
 
+def test_under_layernorm_channels_do_not_land_on_beta_and_the_note_says_so() -> None:
+    x = generate("channels", "BTC", SHAPES["BTC"], 2)
+    demo = affine_demo(x, con(x, "layer", "BTC"), "per-channel", 2.0, 1.0)
+    ref = channel_moments(torch_norm(x, "layer", "BTC", weight=demo.weight, bias=demo.bias), "BTC")
+    miss = float((ref["mean"] - demo.bias).abs().max())
+    assert miss > 0.5  # far from β, not "near" it
+    note = landing_note(demo, "layer")
+    assert f"{ref['mean'].min():.3g} … {ref['mean'].max():.3g}" in note
+    assert f"largest miss {miss:.3g}" in note and "not onto β and γ" in note
+    bn = affine_demo(x, con(x, "batch", "BTC"), "per-channel", 2.0, 1.0)
+    assert "lands on its β_c" in landing_note(bn, "batch")
+
+
 def test_channel_moments_against_torch() -> None:
     x = generate("channels", "NCHW", (3, 4, 2, 2), 0).double()
     df = channel_moments(x, "NCHW")
@@ -344,6 +366,36 @@ def test_recover_input_with_torch_batchnorm(layout: str) -> None:
     assert rec.max_abs_diff < rec.max_abs_diff_sigma  # leaving ε out costs a little
     ref = torch_norm(x.double(), "batch", layout, weight=rec.gamma, bias=rec.beta)
     assert float((ref - x.double()).abs().max()) < 1e-9 * rec.max_abs_x
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_recovery_needs_sqrt_var_plus_eps_and_the_same_batch(layout: str) -> None:
+    """BN(x; γ = √(σ² + ε), β = μ) = x with nn.BatchNorm; another batch is not given back."""
+    x = generate("channels", layout, SHAPES[layout], 5).double()
+    x2 = generate("channels", layout, SHAPES[layout], 6).double()
+    dims = (0, 1) if layout == "BTC" else (0, 2, 3)
+    mu, var = x.mean(dims), x.var(dims, correction=0)
+    eps = 1e-2  # a large ε makes γ = σ visibly wrong
+    rec = recover_input(x, layout, eps=eps, other=x2)
+    np.testing.assert_allclose(rec.gamma, torch.sqrt(var + eps), rtol=1e-12)
+    np.testing.assert_allclose(rec.beta, mu, rtol=1e-12)
+    back = torch_norm(x, "batch", layout, eps=eps, weight=rec.gamma, bias=rec.beta)
+    assert float((back - x).abs().max()) < 1e-9 * rec.max_abs_x  # the identity, in torch
+    sigma_only = torch_norm(x, "batch", layout, eps=eps, weight=var.sqrt().numpy(), bias=mu)
+    assert float((sigma_only - x).abs().max()) == pytest.approx(rec.max_abs_diff_sigma)
+    assert rec.max_abs_diff_sigma > 1e-4  # γ = σ leaves ε's part out
+    other = torch_norm(x2, "batch", layout, eps=eps, weight=rec.gamma, bias=rec.beta)
+    assert rec.max_abs_diff_other == pytest.approx(float((other - x2).abs().max()))
+    assert rec.max_abs_diff_other > 0.1  # training mode: x2 brings its own statistics
+
+
+def test_recovery_notes_come_from_the_numbers() -> None:
+    res = affine_section.SECTION.run(
+        example_setup(), {"affine": "scalar", "gamma": 2.0, "beta": 1.0}, no_progress
+    )
+    text = " ".join(affine_section.SECTION.notes(res))
+    assert "√(σ_c² + ε)" in text and "γ_c = σ_c and" not in text
+    assert f"{res.recovery.max_abs_diff_other:.3g}" in text and "does not come back" in text
 
 
 def test_only_per_channel_statistics_can_be_undone() -> None:
@@ -404,6 +456,24 @@ def test_cosine_per_vector_against_torch(layout: str) -> None:
     assert cmp.vector_axes == (("C",) if layout == "BTC" else ("C", "H", "W"))
 
 
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_learned_gamma_turns_rmsnorms_vector(layout: str) -> None:
+    """cos(x, RMSNorm(x)) is 1 only with γ = 1: torch's nn.RMSNorm with a per-feature γ."""
+    x = generate("channels", layout, SHAPES[layout], 4)
+    cmp = cosine_per_vector(x, layout, seed=3)
+    y = torch_norm(x, "rms", layout, weight=cmp.gamma)
+    flat = x.reshape(-1, x.shape[-1]) if layout == "BTC" else x.reshape(x.shape[0], -1)
+    y = y.reshape(flat.shape)
+    want = nn.functional.cosine_similarity(flat.double(), y.double(), dim=1)
+    np.testing.assert_allclose(cmp.rms_gamma, want, atol=1e-5)
+    assert float(cmp.rms_gamma.min()) < 1 - 1e-3
+    lo, hi = rms_section.GAMMA_RANGE
+    assert lo <= cmp.gamma.min() and cmp.gamma.max() <= hi
+    res = rms_section.SECTION.run(example_setup(), {}, no_progress)
+    note = rms_section.SECTION.notes(res)[0]
+    assert f"**{float(res.cosine.rms_gamma.min()):.4f}**" in note and "only when γ" in note
+
+
 def test_cosine_leaves_out_zero_vectors() -> None:
     x = generate("constant", "BTC", (3, 4, 8), 0)  # the last sample is all zeros
     cmp = cosine_per_vector(x, "BTC")
@@ -447,6 +517,42 @@ def test_scale_invariance_with_one_sample_and_refusals() -> None:
     assert "cannot run" in df.loc["GroupNorm", "note"]
     assert "cannot run" in df.loc["BatchNorm", "note"]  # one value per channel
     assert df.loc["LayerNorm", "note"] == "only one sample"
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_layernorm_of_x_and_10x_agree_whatever_gamma_and_beta(layout: str) -> None:
+    """nn.LayerNorm with random γ, β: LN(10·x) = LN(x) up to ε; γ, β cannot keep the scale."""
+    x = generate("channels", layout, SHAPES[layout], 7).double()
+    C = x.shape[LAYOUTS[layout].channel_axis]
+    rest = () if layout == "BTC" else tuple(x.shape[2:])
+    for seed in range(3):
+        a = layernorm_scale_with_affine(x, layout, seed=seed)
+        g = torch.Generator().manual_seed(seed)
+        gamma = 1 + torch.randn(C, generator=g, dtype=torch.float64)
+        beta = torch.randn(C, generator=g, dtype=torch.float64)
+        ln = nn.LayerNorm((C, *rest)).double()
+        with torch.no_grad():
+            shape = (C, 1, 1) if rest else (C,)
+            ln.weight.copy_(gamma.reshape(shape).expand(C, *rest))
+            ln.bias.copy_(beta.reshape(shape).expand(C, *rest))
+            d = float((ln(10 * x) - ln(x)).abs().max())
+            big = float(ln(x).abs().max())
+        assert a.max_abs_diff == pytest.approx(d, rel=1e-6, abs=1e-12)
+        assert a.max_abs_out == pytest.approx(big)
+        assert d < 1e-4 * big  # only ε tells x from 10·x
+        with torch.no_grad():  # and with ε = 0 nothing does
+            ln.eps = 0.0
+            assert float((ln(10 * x) - ln(x)).abs().max()) < 1e-12 * big
+    assert "gone for good" in affine_scale_note(a)
+    assert f"**{a.max_abs_diff:.1e}**" in affine_scale_note(a)
+
+
+def test_the_per_sample_scale_sections_say_gamma_beta_cannot_help() -> None:
+    setup = example_setup()
+    for sec in (scale_section.SECTION, scale_section.RMS_SECTION):
+        text = " ".join(sec.notes(sec.run(setup, {}, no_progress)))
+        assert "unless γ and β" not in text
+        assert "cannot bring it back" in text or "gone for good" in text
 
 
 def test_layernorm_forgets_the_per_sample_scale() -> None:

@@ -359,8 +359,13 @@ def test_figure_traces_and_titles() -> None:
     assert any("constant group" in (t.name or "") for t in fig.data)
     assert any("48 NaN" in a.text for a in fig.layout.annotations)
     cos = make_cosine_figure(cosine_per_vector(x, "BTC"))
-    assert [t.name for t in cos.data] == ["LayerNorm", "RMSNorm"]
+    assert [t.name for t in cos.data] == [
+        "LayerNorm, γ = 1",
+        "RMSNorm, γ = 1",
+        "RMSNorm, random γ",  # a learned γ turns the vector
+    ]
     assert sum(cos.data[1].y) == 18  # 24 tokens, 6 of them all-zero
+    assert sum(cos.data[2].y) == 18
 
 
 # ---- the real browser -------------------------------------------------------------------

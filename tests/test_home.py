@@ -141,3 +141,46 @@ def test_method_specific_settings_survive_switching_methods() -> None:
     at.sidebar.selectbox(key="method").set_value("batch").run()
     at.sidebar.number_input(key="B").set_value(4).run()
     assert_clean(at)
+
+
+def test_the_headline_says_rmsnorm_changes_the_formula() -> None:
+    """Only the four centred methods share the formula exactly; RMSNorm has no μ and no β."""
+    from torch import nn
+
+    from normviz import text
+
+    note = text.formula_note()
+    params = tuple(n for n, _ in nn.RMSNorm(4).named_parameters())
+    assert params == ("weight",) and f"learns only: {', '.join(params)}" in note
+    assert note.startswith("BatchNorm, LayerNorm, InstanceNorm and GroupNorm compute exactly")
+    assert "no β" in note and "affine=False" in note
+    shown = texts(run_app())
+    assert "RMSNorm also changes the formula" in shown
+    assert "The only thing that differs" not in shown
+
+
+def test_home_lists_every_source_once() -> None:
+    from normviz.sources import SOURCES, cite, markdown_list
+
+    wanted = {
+        "ioffe2015": ("Ioffe & Szegedy", 2015, "1502.03167"),
+        "ba2016": ("Ba et al.", 2016, "1607.06450"),
+        "ulyanov2016": ("Ulyanov et al.", 2016, "1607.08022"),
+        "wu2018": ("Wu & He", 2018, "1803.08494"),
+        "zhang2019": ("Zhang & Sennrich", 2019, "1910.07467"),
+        "santurkar2018": ("Santurkar et al.", 2018, "1805.11604"),
+        "xiong2020": ("Xiong et al.", 2020, "2002.04745"),
+        "wu2021": ("Wu & Johnson", 2021, "2105.07576"),
+        "schneider2020": ("Schneider et al.", 2020, "2006.16971"),
+    }
+    for key, (authors, year, arxiv) in wanted.items():
+        s = SOURCES[key]
+        assert (s.authors, s.year, s.arxiv) == (authors, year, arxiv), key
+        assert cite(key) == f"{authors} {year}"
+    with pytest.raises(KeyError):
+        cite("nobody1999")
+    listed = markdown_list()
+    shown = texts(run_app())
+    assert "Sources" in shown
+    for s in SOURCES.values():
+        assert listed.count(f"*{s.title}*") == 1 and s.title in shown, s.key

@@ -5,7 +5,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 import streamlit as st
 
-from normviz import LAYOUTS, text
+from normviz import LAYOUTS, sources, text
 from normviz.figures import blocks
 from ui import state
 from ui.pages import available
@@ -32,12 +32,11 @@ def render() -> None:
         "steadier, tolerates larger learning rates and cares less about initialization."
     )
     st.latex(text.FORMULA)
+    st.markdown(text.formula_note())
     st.markdown(
-        "BatchNorm, LayerNorm, InstanceNorm, GroupNorm and RMSNorm all compute this same "
-        "formula. **The only thing that differs is which values are pooled to get μ and "
-        "σ².** RMSNorm skips μ and divides by the root mean square. Saying "
-        '"normalization" without naming the axes leaves out the part that decides how '
-        "training and inference behave."
+        'Saying "normalization" without naming the axes leaves out the part that decides how '
+        "training and inference behave, how the layer acts when training is spread over "
+        "several devices, and whether one example's values can leak into another's output."
     )
     st.subheader("The axis contract")
     st.caption(
@@ -46,6 +45,11 @@ def render() -> None:
         "C/G: the channels of one group, G: the groups."
     )
     st.dataframe(text.contract_table(), width="stretch")
+    st.caption(
+        "train ≠ eval holds for torch's default constructor flags: InstanceNorm with "
+        "track_running_stats=True also switches to running statistics in evaluation (see "
+        "*Which normalization?*)."
+    )
     st.markdown(
         "The same contract as pictures: each block is a small tensor, and the coloured cells "
         "are the values that share one μ and σ² with the corner cell."
@@ -55,3 +59,8 @@ def render() -> None:
     st.subheader("Where to go next")
     for info in available():
         st.page_link(str(info.file), label=f"**{info.title}**: {info.blurb}", icon=info.icon)
+    st.subheader("Sources")
+    st.markdown(
+        "The papers the pages lean on; a page names the one behind a claim where it makes it."
+    )
+    st.markdown(sources.markdown_list())

@@ -2,7 +2,8 @@
 
 Sections, in page order: the decision guide (`guide.py`), the audit of one zoo
 model and the zoo at a glance (`model_audit.py`), the audit of a saved state_dict
-(`state_dict.py`), and the methods side by side (`compare.py`). The audit itself
+(`state_dict.py`), the methods side by side (`compare.py`), and torch's own modules in
+training vs evaluation mode and with their defaults (`defaults.py`). The audit itself
 lives in `findings.py` (what it reports), `engine.py` (torch.fx placement),
 `zoo.py` (the models), `saved.py` (saved tensors) and `tables.py` (frames, code).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from normviz.choose.compare import TABLES
+from normviz.choose.defaults import DEFAULTS, TRAIN_EVAL
 from normviz.choose.guide import ARCHITECTURES, CONSTRAINTS, GUIDE, HELP
 from normviz.choose.model_audit import INSPECT, ZOO_SECTION
 from normviz.choose.state_dict import (
@@ -27,7 +29,15 @@ from normviz.choose.zoo import ZOO
 from normviz.knobs import merge
 from normviz.sections import Section
 
-SECTIONS: tuple[Section, ...] = (GUIDE, INSPECT, ZOO_SECTION, STATE_DICT, TABLES)
+SECTIONS: tuple[Section, ...] = (
+    GUIDE,
+    INSPECT,
+    ZOO_SECTION,
+    STATE_DICT,
+    TABLES,
+    TRAIN_EVAL,
+    DEFAULTS,
+)
 KNOBS = merge(*(s.knobs for s in SECTIONS))  # the page's URL parameters, each once
 
 # How a knob's choices read in its widget (knob name -> value -> label).

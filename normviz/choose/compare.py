@@ -10,11 +10,14 @@ import pandas as pd
 from normviz.knobs import Value
 from normviz.methods import METHODS, STANDARD_METHODS
 from normviz.sections import Progress, Section
-from normviz.text import reduces_text, yes_no
+from normviz.text import reduces_text, train_eval_text, yes_no
 
 INTRO = (
-    "Every method is the same formula over a different choice of axes. The table says "
-    "what one statistic pools, whether the batch matters, and where each method fits."
+    "Every method is the same formula over a different choice of axes (RMSNorm drops the "
+    "mean). The axes decide more than the numbers: whether one example's values reach "
+    "another's output, what data-parallel training has to synchronize, and whether "
+    "training and inference compute the same function. The table says it per method, "
+    "with where each one fits."
 )
 
 
@@ -40,12 +43,28 @@ def comparison_table(layout: str = "NCHW") -> pd.DataFrame:
                 "method": m.label,
                 f"normalizes over ({layout})": reduces_text(key, layout),
                 "depends on batch size": yes_no(m.batch_dependent),
-                "train ≠ inference": yes_no(m.train_eval_differ),
+                "mixes examples": _mixing(m.batch_dependent),
+                "data-parallel training": _distributed(m.batch_dependent),
+                "train ≠ inference": train_eval_text(key),
                 "best for": m.best_for,
                 "watch out": m.pitfall,
             }
         )
     return pd.DataFrame(rows).set_index("method")
+
+
+def _mixing(batch_dependent: bool) -> str:
+    """What the axis choice means for information flowing between examples."""
+    if batch_dependent:
+        return "yes: in training, each output depends on the other examples in the batch"
+    return "no: each example is normalized on its own"
+
+
+def _distributed(batch_dependent: bool) -> str:
+    """What the axis choice means when a batch is split over devices."""
+    if batch_dependent:
+        return "statistics per device unless synchronized (SyncBatchNorm)"
+    return "nothing to synchronize"
 
 
 def table(res: Comparison) -> pd.DataFrame:
@@ -70,7 +89,14 @@ def notes(res: Comparison) -> Sequence[str]:
         same = "computes" if len(differ) == 1 else "compute"
         text += f"; {_and(differ)} {same} differently in training and inference"
     alone = len(res.methods) - len(dep)
-    return (f"{text}. The other {alone} take their statistics from each sample alone.",)
+    text += f". The other {alone} take their statistics from each sample alone."
+    flagged = [k for k in res.methods if METHODS[k].train_eval_note]
+    if flagged:
+        text += "".join(
+            f" For {METHODS[k].label} this holds {METHODS[k].train_eval_note}." for k in flagged
+        )
+        text += " The next section runs both settings."
+    return (text,)
 
 
 TABLES = Section(

@@ -30,8 +30,10 @@ INSPECT_INTRO = (
 INSPECT_KNOBS = (Knob("model", next(iter(ZOO)), choices=tuple(ZOO), label="Model"),)
 OPTIMIZER_FOLD = "Optimizer recipe: no weight decay on γ, β and biases"
 DECAY_WHY = (
-    "Weight decay pulls γ toward 0 and so fights the scale the layer learned; most "
-    "recipes exempt it. It is a choice, not a law: if you decay them, say so."
+    "Weight decay pulls γ toward 0 and so fights the scale the layer learned. This recipe "
+    "exempts γ, β and biases, as transformer recipes usually do; classic ResNet/ImageNet "
+    "recipes decay every parameter. Either way it can change calibration and stability: "
+    "if you decay them, say so."
 )
 
 

@@ -1,8 +1,9 @@
 """RMSNorm vs LayerNorm: direction, cost and time.
 
-RMSNorm divides each vector by its root mean square and subtracts nothing, so the
-vector keeps its direction (cosine 1). LayerNorm first subtracts the vector's mean,
-which turns it unless that mean is 0: cos = σ / sqrt(σ² + μ²).
+RMSNorm divides each vector by its root mean square and subtracts nothing, so with
+γ = 1 the vector keeps its direction (cosine 1); a learned per-feature γ stretches
+some features more than others and turns it. LayerNorm first subtracts the vector's
+mean, which turns it unless that mean is 0: cos = σ / sqrt(σ² + μ²) (with γ = 1).
 """
 
 from __future__ import annotations
@@ -26,13 +27,17 @@ from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
 from normviz.sections import Progress, Section
+from normviz.sources import cite
 
 INTRO = (
-    "RMSNorm divides each vector by its root mean square and subtracts nothing, so "
-    "the vector keeps its direction (cosine 1). LayerNorm first subtracts the vector's "
-    "mean: when that mean is not 0 the vector turns, and the further from centred it "
-    "was, the more. In exchange, RMSNorm leaves a shared offset in place."
+    f"RMSNorm ({cite('zhang2019')}) divides each vector by its root mean square and "
+    "subtracts nothing, so with γ = 1 the vector keeps its direction (cosine 1). A learned "
+    "γ is one number per feature: it stretches some features more than others and so "
+    "turns the vector too, as the third histogram shows with a random γ. LayerNorm first "
+    "subtracts the vector's mean: when that mean is not 0 the vector turns, and the further "
+    "from centred it was, the more. In exchange, RMSNorm leaves a shared offset in place."
 )
+GAMMA_RANGE = (0.5, 1.5)  # the random per-feature γ: uniform in this range (seeded)
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,10 +50,22 @@ class CosineComparison:
     rms: np.ndarray  # cos(x, RMSNorm(x)) per vector
     zero_vectors: int  # all-zero vectors, where the cosine is undefined (left out)
     mean_offset: np.ndarray  # |μ| / RMS per vector: how far from centred each vector is
+    rms_gamma: np.ndarray  # cos(x, RMSNorm(x) with the random per-feature γ) per vector
+    gamma: np.ndarray  # that γ, (C,)
 
 
-def cosine_per_vector(x: Tensorish, layout: str, eps: float = 1e-5) -> CosineComparison:
-    """cos(x, y) for each vector RMSNorm normalizes (a token in BTC, a sample in NCHW)."""
+def random_gamma(C: int, seed: int = 0) -> torch.Tensor:
+    """A stand-in for a learned per-feature γ: uniform in GAMMA_RANGE, seeded."""
+    g = torch.Generator().manual_seed(seed)
+    lo, hi = GAMMA_RANGE
+    return lo + (hi - lo) * torch.rand(C, generator=g)
+
+
+def cosine_per_vector(
+    x: Tensorish, layout: str, eps: float = 1e-5, seed: int = 0
+) -> CosineComparison:
+    """cos(x, y) for each vector RMSNorm normalizes (a token in BTC, a sample in NCHW):
+    LayerNorm and RMSNorm with γ = 1, and RMSNorm with a random per-feature γ."""
     x = as_tensor(x)
     con = contract("rms", layout, tuple(x.shape))
     xv = x.reshape(con.expanded_shape)
@@ -65,6 +82,8 @@ def cosine_per_vector(x: Tensorish, layout: str, eps: float = 1e-5) -> CosineCom
     rms = norm / math.sqrt(con.group_size)
     layer = cos(normalize(x, "layer", layout, eps=eps).output)
     rmsn = cos(normalize(x, "rms", layout, eps=eps).output)
+    gamma = random_gamma(x.shape[LAYOUTS[layout].channel_axis], seed)
+    rms_g = cos(normalize(x, "rms", layout, eps=eps, weight=gamma).output)
     return CosineComparison(
         layout,
         con.axes,
@@ -72,6 +91,8 @@ def cosine_per_vector(x: Tensorish, layout: str, eps: float = 1e-5) -> CosineCom
         rmsn[nonzero].double().numpy(),
         int((~nonzero).sum()),
         (mean[nonzero].abs() / rms[nonzero]).double().numpy(),
+        rms_g[nonzero].double().numpy(),
+        gamma.numpy(),
     )
 
 
@@ -90,7 +111,9 @@ def cost_table(layout: str, shape: tuple[int, ...]) -> pd.DataFrame:
                     "≈ 5 per value, +2 for γ, β" if c else "≈ 3 per value, +1 for γ"
                 ),
                 "learned parameters": "γ and β" if c else "γ only",
-                "keeps direction": "only when μ = 0" if c else "always",
+                "keeps direction": "only when μ = 0 and γ is uniform"
+                if c
+                else "only when γ is uniform (e.g. 1)",
             }
         )
     return pd.DataFrame(rows).set_index("method")
@@ -151,13 +174,19 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> RmsVsLa
 
 def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Figure:
     """How far each vector turns: cos(x, LayerNorm(x)) vs cos(x, RMSNorm(x))."""
-    both = np.concatenate([cmp.layer, cmp.rms]) if cmp.layer.size else np.ones(1)
+    series = (
+        ("layer", cmp.layer, f"{METHODS['layer'].label}, γ = 1"),
+        ("rms", cmp.rms, f"{METHODS['rms'].label}, γ = 1"),
+        ("rms_gamma", cmp.rms_gamma, f"{METHODS['rms'].label}, random γ"),
+    )
+    both = np.concatenate([v for _, v, _ in series]) if cmp.layer.size else np.ones(1)
     lo = min(float(np.nanmin(both)), 0.99)
     rng = (lo, 1.0 + 1e-9)
     fig = go.Figure()
-    for key, values in (("layer", cmp.layer), ("rms", cmp.rms)):
+    for key, values, name in series:
+        colour = style.METHOD_COLOURS.get(key, style.PALETTE[2])
         h = histogram(np.clip(values, lo, 1.0), bins=40, value_range_=rng)
-        fig.add_trace(bars(h, style.METHOD_COLOURS[key], METHODS[key].label, opacity=0.7))
+        fig.add_trace(bars(h, colour, name, opacity=0.7))
     what = _vector_word(cmp)
     fig.update_layout(
         title=f"Cosine similarity of each {what}'s vector before and after",
@@ -186,9 +215,19 @@ def notes(res: RmsVsLayer) -> Sequence[str]:
     cmp, t = res.cosine, res.timing
     out = []
     if cmp.layer.size:
+        g_lo, g_hi = float(cmp.gamma.min()), float(cmp.gamma.max())
+        turned = float(cmp.rms_gamma.min())
+        verdict = (
+            "so a learned γ turns the vector: direction is kept only when γ is the same "
+            "for every feature, as γ = 1 is"
+            if turned < 1 - 1e-4
+            else "on this input γ barely turns the vectors"
+        )
         out.append(
             f"Over {cmp.layer.size:,} {_vector_word(cmp)}s, LayerNorm's smallest cosine is "
-            f"{float(cmp.layer.min()):.4f}, RMSNorm's {float(cmp.rms.min()):.4f}."
+            f"{float(cmp.layer.min()):.4f}, RMSNorm's {float(cmp.rms.min()):.4f} with γ = 1 "
+            f"and **{turned:.4f}** with a random per-feature γ ({g_lo:.2f} … {g_hi:.2f}), "
+            f"{verdict}."
         )
     if cmp.zero_vectors:
         out.append(f"{cmp.zero_vectors:,} all-zero vector(s) have no direction: left out.")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import torch
 
 from normviz.core import as_tensor, normalize
 from normviz.data import GENERATORS, sample_scales
@@ -24,6 +25,7 @@ from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS, STANDARD_METHODS
 from normviz.sections import Progress, Section
+from normviz.sources import cite
 
 FACTOR = 10.0
 
@@ -31,12 +33,17 @@ INTRO = (
     "A method whose groups stay inside one sample cannot tell a sample from ten times "
     "that sample: the output is the same. Below, sample 0 of the current input is "
     "multiplied by 10. Only BatchNorm, which pools across samples, notices, and then "
-    "every sample's output moves."
+    "every sample's output moves. Learned γ and β do not help: they are one vector shared "
+    "by every sample, so they cannot know which sample was the large one. Below the table, "
+    f"LayerNorm ({cite('ba2016')}) with random γ and β runs on the input and on 10 × the "
+    "input."
 )
 
 RMS_INTRO = (
     "The same point on data made for it: every sample is one pattern at its own size. "
-    "LayerNorm gives every sample the same size; only γ and β could bring the scale back."
+    "LayerNorm gives every sample the same size, and no γ or β can undo that, since they "
+    "are the same for every sample. A transformer that needs a token's magnitude keeps "
+    "it in the residual stream: with pre-norm, x + F(LN(x)) passes x on untouched."
 )
 
 
@@ -83,6 +90,60 @@ def scale_invariance(
     return pd.DataFrame(rows).set_index("method")
 
 
+@dataclass(frozen=True)
+class AffineScale:
+    """LayerNorm with random per-feature γ, β on x and on factor · x."""
+
+    factor: float
+    max_abs_diff: float  # max |LN(factor · x) − LN(x)|, same γ and β
+    max_abs_out: float  # max |LN(x)|: how large the outputs are
+    gamma: tuple[float, float]  # the random γ's smallest and largest value
+    beta: tuple[float, float]
+
+
+def layernorm_scale_with_affine(
+    x: Tensorish, layout: str, *, eps: float = 1e-5, factor: float = FACTOR, seed: int = 0
+) -> AffineScale:
+    """LN(x) vs LN(factor · x) with γ ~ N(1, 1), β ~ N(0, 1) per channel (seeded).
+
+    γ and β are shared by every sample, so whatever they are the two outputs differ only
+    through ε: the per-sample scale is gone for good.
+    """
+    x = as_tensor(x).double()  # float64: what is left of the difference is ε, not rounding
+    C = x.shape[LAYOUTS[layout].channel_axis]
+    g = torch.Generator().manual_seed(seed)
+    gamma = 1 + torch.randn(C, generator=g, dtype=torch.float64)
+    beta = torch.randn(C, generator=g, dtype=torch.float64)
+    y0 = normalize(x, "layer", layout, eps=eps, weight=gamma, bias=beta).output
+    y1 = normalize(factor * x, "layer", layout, eps=eps, weight=gamma, bias=beta).output
+    return AffineScale(
+        factor,
+        float((y1 - y0).abs().max()),
+        float(y0.abs().max()),
+        (float(gamma.min()), float(gamma.max())),
+        (float(beta.min()), float(beta.max())),
+    )
+
+
+def affine_scale_note(a: AffineScale) -> str:
+    """What LN(x) vs LN(factor · x) with random γ, β showed, from the numbers."""
+    head = (
+        f"LayerNorm with random γ ({a.gamma[0]:.2f} … {a.gamma[1]:.2f}) and β "
+        f"({a.beta[0]:.2f} … {a.beta[1]:.2f}): max |LN({a.factor:g}·x) − LN(x)| = "
+        f"**{a.max_abs_diff:.1e}**, while the outputs reach {a.max_abs_out:.3g}. "
+    )
+    if a.max_abs_diff <= 1e-3 * max(1.0, a.max_abs_out):
+        return head + (
+            "The two are equal up to ε's effect, whatever γ and β are: the per-sample scale "
+            "is gone for good, and a model has to carry it elsewhere (the pre-norm residual "
+            "stream keeps x itself)."
+        )
+    return head + (
+        "Here they differ: this input's spread is close to ε, so ε, not γ or β, tells x "
+        "from the larger copy."
+    )
+
+
 def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
@@ -107,11 +168,16 @@ def sample_rms(x: Tensorish, y: Tensorish, layout: str) -> pd.DataFrame:
 @dataclass(frozen=True, eq=False)
 class ScaleTable:
     table: pd.DataFrame  # index: method
+    affine: AffineScale  # LayerNorm with random γ, β on x and 10·x
 
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> ScaleTable:
     x = input_tensor(setup)
-    return ScaleTable(scale_invariance(x, setup.layout, groups=setup.groups, eps=setup.eps))
+    table = scale_invariance(x, setup.layout, groups=setup.groups, eps=setup.eps)
+    progress(0.7, "LayerNorm with random γ and β")
+    return ScaleTable(
+        table, layernorm_scale_with_affine(x, setup.layout, eps=setup.eps, seed=setup.seed)
+    )
 
 
 def table(res: ScaleTable) -> pd.DataFrame:
@@ -127,7 +193,10 @@ def notes(res: ScaleTable) -> Sequence[str]:
         out.append(f"Scaling sample 0 moved the other samples' outputs under {', '.join(moved)}.")
     if kept:
         out.append(f"Under {', '.join(kept)} the other samples did not move.")
-    return out or ["No method could run with one sample."]
+    if not out:
+        out.append("No method could run with one sample.")
+    out.append(affine_scale_note(res.affine))
+    return out
 
 
 SECTION = Section(
@@ -158,11 +227,15 @@ def table_rms(res: SampleRms) -> pd.DataFrame:
 
 def notes_rms(res: SampleRms) -> Sequence[str]:
     after = res.table["RMS after"]
+    ratio = res.scales[-1] / res.scales[0]
+    left = float(after.max() / after.min()) if after.min() > 0 else math.inf
+    gone = "is gone" if left < 1.01 else f"shrinks to ×{left:.3g} (ε's doing)"
     return (
         f"With the **{GENERATORS['sample_scale'].label.lower()}** data (one pattern at "
         f"×{res.scales[0]:g} … ×{res.scales[-1]:g}), every sample comes out of LayerNorm with "
-        f"an RMS between {after.min():.4g} and {after.max():.4g}: the scale is gone unless "
-        "γ and β bring it back.",
+        f"an RMS between {after.min():.4g} and {after.max():.4g}: the ×{ratio:g} spread of "
+        f"sizes {gone}. γ and β cannot bring it back: they are the same for every sample, "
+        "so they would scale the small and the large sample alike.",
     )
 
 

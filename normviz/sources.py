@@ -1,0 +1,151 @@
+"""The papers the app leans on: one bibliography, cited by key from every topic.
+
+A page that rests a claim on a paper cites it with `cite(key)` ("Wu & He 2018"),
+and the home page lists them all (`markdown_list`), so a student can check any
+sentence against its source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Source:
+    """One paper: who, when, what, where, and its arXiv identifier."""
+
+    key: str
+    authors: str  # as cited in the text: "Wu & He", "Xiong et al."
+    full_authors: str  # every author, for the list
+    year: int
+    title: str
+    venue: str
+    arxiv: str  # "1502.03167"
+
+    @property
+    def short(self) -> str:
+        """How the text cites it: "Wu & He 2018"."""
+        return f"{self.authors} {self.year}"
+
+    @property
+    def url(self) -> str:
+        return f"https://arxiv.org/abs/{self.arxiv}"
+
+
+SOURCES: dict[str, Source] = {
+    s.key: s
+    for s in (
+        Source(
+            "ioffe2015",
+            "Ioffe & Szegedy",
+            "Sergey Ioffe, Christian Szegedy",
+            2015,
+            "Batch Normalization: Accelerating Deep Network Training by Reducing Internal "
+            "Covariate Shift",
+            "ICML 2015",
+            "1502.03167",
+        ),
+        Source(
+            "ba2016",
+            "Ba et al.",
+            "Jimmy Lei Ba, Jamie Ryan Kiros, Geoffrey E. Hinton",
+            2016,
+            "Layer Normalization",
+            "arXiv preprint",
+            "1607.06450",
+        ),
+        Source(
+            "ulyanov2016",
+            "Ulyanov et al.",
+            "Dmitry Ulyanov, Andrea Vedaldi, Victor Lempitsky",
+            2016,
+            "Instance Normalization: The Missing Ingredient for Fast Stylization",
+            "arXiv preprint",
+            "1607.08022",
+        ),
+        Source(
+            "he2017",
+            "He et al.",
+            "Kaiming He, Georgia Gkioxari, Piotr Dollár, Ross Girshick",
+            2017,
+            "Mask R-CNN",
+            "ICCV 2017",
+            "1703.06870",
+        ),
+        Source(
+            "wu2018",
+            "Wu & He",
+            "Yuxin Wu, Kaiming He",
+            2018,
+            "Group Normalization",
+            "ECCV 2018",
+            "1803.08494",
+        ),
+        Source(
+            "santurkar2018",
+            "Santurkar et al.",
+            "Shibani Santurkar, Dimitris Tsipras, Andrew Ilyas, Aleksander Madry",
+            2018,
+            "How Does Batch Normalization Help Optimization?",
+            "NeurIPS 2018",
+            "1805.11604",
+        ),
+        Source(
+            "zhang2019",
+            "Zhang & Sennrich",
+            "Biao Zhang, Rico Sennrich",
+            2019,
+            "Root Mean Square Layer Normalization",
+            "NeurIPS 2019",
+            "1910.07467",
+        ),
+        Source(
+            "xiong2020",
+            "Xiong et al.",
+            "Ruibin Xiong, Yunchang Yang, Di He, Kai Zheng, Shuxin Zheng, Chen Xing, "
+            "Huishuai Zhang, Yanyan Lan, Liwei Wang, Tie-Yan Liu",
+            2020,
+            "On Layer Normalization in the Transformer Architecture",
+            "ICML 2020",
+            "2002.04745",
+        ),
+        Source(
+            "schneider2020",
+            "Schneider et al.",
+            "Steffen Schneider, Evgenia Rusak, Luisa Eck, Oliver Bringmann, Wieland Brendel, "
+            "Matthias Bethge",
+            2020,
+            "Improving Robustness against Common Corruptions by Covariate Shift Adaptation",
+            "NeurIPS 2020",
+            "2006.16971",
+        ),
+        Source(
+            "wu2021",
+            "Wu & Johnson",
+            "Yuxin Wu, Justin Johnson",
+            2021,
+            'Rethinking "Batch" in BatchNorm',
+            "arXiv preprint",
+            "2105.07576",
+        ),
+    )
+}
+
+
+def cite(key: str) -> str:
+    """The in-text citation of `key`: "Wu & He 2018".
+
+    Raises:
+        KeyError: no such source (a citation must point into the bibliography).
+    """
+    return SOURCES[key].short
+
+
+def entry(s: Source) -> str:
+    """One bibliography line, markdown: authors (year). *Title*. Venue. arXiv link."""
+    return f"{s.full_authors} ({s.year}). *{s.title}*. {s.venue}. [arXiv:{s.arxiv}]({s.url})"
+
+
+def markdown_list() -> str:
+    """Every source, one bullet each, in the order above (by year)."""
+    return "\n".join(f"- {entry(s)}" for s in SOURCES.values())

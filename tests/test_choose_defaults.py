@@ -1,0 +1,86 @@
+"""/choose's torch sections: training vs evaluation mode, and torch's defaults, read off torch."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from normviz import METHODS, STANDARD_METHODS
+from normviz.choose import SECTIONS, compare, defaults
+from normviz.sections import no_progress
+from normviz.text import contract_table, default_module, parameter_names, torch_defaults_table
+
+
+def test_train_eval_gap_is_what_torch_does() -> None:
+    res = defaults.TRAIN_EVAL.run(None, {}, no_progress)
+    t = res.table
+    assert list(t.index) == [label for label, _ in defaults.CONFIGS]
+    # the defaults agree with the registry's flags
+    assert t.loc["nn.BatchNorm2d(C)", "differs"] == METHODS["batch"].train_eval_differ
+    assert t.loc["nn.InstanceNorm2d(C)", "differs"] == METHODS["instance"].train_eval_differ
+    for label in ("nn.GroupNorm(G, C)", "nn.LayerNorm((C, H, W))", "nn.RMSNorm((C, H, W))"):
+        assert not t.loc[label, "differs"]
+    # the flag flips both answers
+    assert t.loc["nn.InstanceNorm2d(C, track_running_stats=True)", "differs"]
+    assert not t.loc["nn.BatchNorm2d(C, track_running_stats=False)", "differs"]
+    # by hand: InstanceNorm with running stats, trained on the same batches
+    data = defaults.batches()
+    inorm = nn.InstanceNorm2d(defaults.DEFAULTS_C, track_running_stats=True)
+    with torch.no_grad():
+        for x in data[:-1]:
+            inorm.train()(x)
+        y_eval = inorm.eval()(data[-1])
+        y_train = nn.functional.instance_norm(data[-1])  # training mode: the sample's own stats
+    gap = float((y_train - y_eval).abs().max())
+    label = "nn.InstanceNorm2d(C, track_running_stats=True)"
+    assert t.loc[label, "max |train − eval|"] == pytest.approx(gap, rel=1e-5)
+    text = " ".join(defaults.TRAIN_EVAL.notes(res))
+    assert f"`{label}`" in text.split("They agree")[0]
+
+
+def test_the_defaults_table_is_read_off_the_modules() -> None:
+    t = torch_defaults_table()
+    assert list(t.index) == [METHODS[k].label for k in STANDARD_METHODS]
+    assert t.loc["InstanceNorm", "affine flag"] == "affine=False"
+    assert t.loc["InstanceNorm", "track_running_stats"] == "track_running_stats=False"
+    assert t.loc["InstanceNorm", "learned"] == "nothing"
+    assert t.loc["BatchNorm", "track_running_stats"] == "track_running_stats=True"
+    assert t.loc["LayerNorm", "eps"] == f"{nn.LayerNorm(4).eps:g}"
+    assert t.loc["RMSNorm", "eps"].startswith("None")
+    assert parameter_names("rms") == ("weight",)
+    assert parameter_names("layer") == ("weight", "bias")
+    for k in STANDARD_METHODS:
+        assert isinstance(default_module(k), nn.Module)
+
+
+def test_rmsnorm_eps_none_is_the_dtype_machine_epsilon() -> None:
+    """What the defaults section says about eps=None, checked numerically."""
+    assert nn.RMSNorm(8).eps is None
+    x = 1e-4 * torch.randn(3, 8, dtype=torch.float64)  # tiny: eps matters
+    fin = torch.finfo(torch.float64).eps
+    want = x / torch.sqrt(x.square().mean(-1, keepdim=True) + fin)
+    with torch.no_grad():
+        torch.testing.assert_close(nn.RMSNorm(8).double()(x), want)
+    res = defaults.DEFAULTS.run(None, {}, no_progress)
+    text = " ".join(defaults.DEFAULTS.notes(res))
+    assert f"{torch.finfo(torch.float32).eps:.3g}" in text and "RMSNorm's eps is None" in text
+    assert "InstanceNorm learns no γ or β" in text
+
+
+def test_train_eval_columns_name_the_flag() -> None:
+    for df, col in ((contract_table(), "train ≠ eval"), (compare.comparison_table(), None)):
+        col = col or "train ≠ inference"
+        assert df.loc["InstanceNorm", col].startswith("no (")
+        assert "track_running_stats=False" in df.loc["InstanceNorm", col]
+        assert "track_running_stats=True" in df.loc["BatchNorm", col]
+        assert df.loc["LayerNorm", col] == "no"
+    t = compare.comparison_table()
+    assert t.loc["BatchNorm", "mixes examples"].startswith("yes")
+    assert t.loc["LayerNorm", "data-parallel training"] == "nothing to synchronize"
+
+
+def test_the_sections_are_on_the_page_in_order() -> None:
+    slugs = [s.slug for s in SECTIONS]
+    assert slugs.index("tables") + 1 == slugs.index("train-eval")  # "the next section"
+    assert "torch-defaults" in slugs
