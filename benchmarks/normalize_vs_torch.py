@@ -17,8 +17,8 @@ from functools import partial
 import torch
 
 import normviz
-import normviz.codegen
 from normviz import STANDARD_METHODS
+from normviz.axes.code import torch_code
 
 SHAPES = {"BTC": (64, 256, 1024), "NCHW": (16, 64, 128, 128)}  # 2^24 elements each
 GROUPS = 8
@@ -28,9 +28,8 @@ def torch_call(
     method: str, layout: str, shape: tuple[int, ...]
 ) -> Callable[[torch.Tensor], torch.Tensor]:
     """The module call a user would write, from the registry's torch reference."""
-    code = normviz.codegen.torch_code(
-        method, layout, shape, groups=GROUPS if method == "group" else None
-    )
+    con = normviz.contract(method, layout, shape, groups=GROUPS if method == "group" else None)
+    code = torch_code(con)
     scope: dict[str, object] = {}
     exec(compile(code.replace("y = ", "def call(x):\n    return "), "<bench>", "exec"), scope)
     return scope["call"]  # type: ignore[return-value]

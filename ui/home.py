@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from normviz import LAYOUTS, sources, text
-from normviz.figures import blocks
+from normviz.axes import multiples
 from ui import state
 from ui.pages import available
 
@@ -18,7 +18,7 @@ def _thumbnails(layout: str, presenter: bool) -> go.Figure:
     """Every method's highlighted block at the layout's classroom shape."""
     lay = LAYOUTS[layout]
     shape = tuple(lay.defaults[a] for a in lay.axes)
-    return blocks.make_methods_figure(layout, shape, THUMB_GROUPS, presenter=presenter)
+    return multiples.make_methods_figure(layout, shape, THUMB_GROUPS, presenter=presenter)
 
 
 def render() -> None:

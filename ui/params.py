@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from normviz import batchnorm, choose, distributions, residual
+from normviz import axes, batchnorm, choose, distributions, residual
 from normviz.core import Contract, NormConfigError, contract, parse_axes
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.knobs import Knob, Value
@@ -270,13 +270,5 @@ PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
     "distributions": distributions.KNOBS,
     "residual": residual.KNOBS,
     "choose": choose.KNOBS,
-    "axes": (
-        Param("partition", False),
-        Param("split_hw", False),
-        # the selected cell, one index per axis (the other layout's are kept for a switch)
-        *(
-            Param(f"cell_{a.lower()}", 0, lo=0, hi=SIZE_LIMITS[a] - 1)
-            for a in ("B", "T", "C", "N", "H", "W")
-        ),
-    ),
+    "axes": axes.KNOBS,
 }

@@ -1,4 +1,4 @@
-"""Generated torch code: executed, and compared with normalize() and with torch itself."""
+"""The Axis Explorer's torch code: executed, and compared with normalize() and with torch itself."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import torch
 
 import normviz
 import normviz.data
-from normviz import STANDARD_METHODS
-from normviz.codegen import torch_code, verify
+from normviz import STANDARD_METHODS, contract
+from normviz.axes.code import torch_code, verify
 
 SHAPES = {"BTC": [(4, 6, 8), (1, 3, 6), (2, 1, 4)], "NCHW": [(4, 6, 3, 5), (1, 4, 2, 2)]}
 
@@ -26,15 +26,18 @@ def _cases():
 @pytest.mark.parametrize("eps", [1e-5, 1e-2])
 def test_snippet_runs_and_matches(method, layout, shape, groups, eps) -> None:
     x = normviz.data.generate("channels", layout, shape, 3)
+    con = contract(method, layout, shape, groups)
     try:
         expected = normviz.normalize(x, method, layout, groups=groups, eps=eps).output
     except normviz.NormConfigError:
         # what we refuse, the snippet's torch module refuses too
-        code = torch_code(method, layout, shape, groups=groups, eps=eps)
+        code = torch_code(con, eps=eps)
         with pytest.raises(ValueError, match="more than 1"):
             exec(code, {"x": x})
+        with pytest.raises(normviz.Refusal, match="more than 1"):  # the live check says so
+            verify(x, con, eps=eps)
         return
-    v = verify(x, method, layout, groups=groups, eps=eps)
+    v = verify(x, con, eps=eps)
     assert v.max_abs_diff < 1e-4
     scope: dict[str, object] = {"x": x.clone()}
     exec(v.code, scope)
@@ -44,13 +47,13 @@ def test_snippet_runs_and_matches(method, layout, shape, groups, eps) -> None:
 
 
 def test_snippet_reads_like_what_a_user_writes() -> None:
-    code = torch_code("batch", "BTC", (4, 6, 8))
+    code = torch_code(contract("batch", "BTC", (4, 6, 8)))
     assert "nn.BatchNorm1d(8, eps=1e-05)" in code
     assert "y = norm(x.transpose(1, 2)).transpose(1, 2)" in code
     assert "(B, T, C) -> (B, C, T)" in code
-    assert "nn.GroupNorm(3, 6, eps=1e-05)" in torch_code("group", "NCHW", (2, 6, 4, 4), groups=3)
-    assert "nn.LayerNorm((6, 4, 5)" in torch_code("layer", "NCHW", (2, 6, 4, 5))
-    assert "y = norm(x)" in torch_code("rms", "BTC", (2, 3, 4))
+    assert "nn.GroupNorm(3, 6, eps=1e-05)" in torch_code(contract("group", "NCHW", (2, 6, 4, 4), 3))
+    assert "nn.LayerNorm((6, 4, 5)" in torch_code(contract("layer", "NCHW", (2, 6, 4, 5)))
+    assert "y = norm(x)" in torch_code(contract("rms", "BTC", (2, 3, 4)))
 
 
 @pytest.mark.parametrize("centred", [True, False])
@@ -60,11 +63,11 @@ def test_snippet_reads_like_what_a_user_writes() -> None:
 def test_custom_snippet(layout, axes, centred) -> None:
     shape = (3, 4, 5) if layout == "BTC" else (2, 3, 4, 5)
     x = normviz.data.generate("normal", layout, shape, 1)
-    v = verify(x, "custom", layout, axes=axes, centred=centred)
+    v = verify(x, contract("custom", layout, shape, axes=axes, centred=centred))
     assert v.max_abs_diff < 1e-5
     assert ("mean = " in v.code) == centred
 
 
 def test_invalid_settings_raise_before_code() -> None:
     with pytest.raises(normviz.NormConfigError, match="C=6, groups=4"):
-        torch_code("group", "BTC", (2, 3, 6), groups=4)
+        torch_code(contract("group", "BTC", (2, 3, 6), groups=4))

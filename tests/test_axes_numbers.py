@@ -1,4 +1,5 @@
-"""explore: group numbers, contract card and the classic confusions, with torch.nn as the oracle."""
+"""Axis Explorer words and numbers (cells, the selected group, the contract card, custom
+axes, the classic confusions), with torch.nn as the oracle."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from normviz import (
     METHODS,
     STANDARD_METHODS,
     NormConfigError,
+    Refusal,
     contract,
-    explore,
     group_ids,
     normalize,
 )
+from normviz.axes import card, cells, code, confusions, custom, group
 
 torch.set_num_threads(2)
 SHAPES = {"BTC": (3, 5, 6), "NCHW": (2, 6, 3, 4)}
@@ -74,7 +76,7 @@ def test_group_slices_is_the_group_of_group_ids(method: str, layout: str) -> Non
     ids = group_ids(method, layout, shape, _g(method), axes)
     for cell in np.ndindex(*shape):
         mask = np.zeros(shape, dtype=bool)
-        mask[explore.group_slices(con, cell)] = True
+        mask[cells.group_slices(con, cell)] = True
         np.testing.assert_array_equal(mask, ids == ids[cell])
 
 
@@ -86,7 +88,7 @@ def test_selected_group_numbers_match_torch(method: str, layout: str) -> None:
     y_torch = apply(x)
     ids = group_ids(method, layout, shape, _g(method))
     for cell in [(0,) * len(shape), tuple(n - 1 for n in shape), (1, 2, 1, 3)[: len(shape)]]:
-        d = explore.selected_group(x, method, layout, cell, groups=_g(method), eps=1e-5)
+        d = group.selected_group(x, contract(method, layout, shape, _g(method)), cell, eps=1e-5)
         members = x.numpy()[ids == ids[cell]].astype(np.float64)
         assert d.m == members.size
         np.testing.assert_allclose(d.values, members[: len(d.values)], rtol=1e-6)
@@ -102,27 +104,28 @@ def test_selected_group_numbers_match_torch(method: str, layout: str) -> None:
         centre = d.mean if d.mean is not None else 0.0
         assert (d.x - centre) / math.sqrt(d.var + d.eps) == pytest.approx(d.y, abs=1e-4)
         latex = d.computation_latex()
-        assert latex.startswith("y = \\frac{") and latex.endswith(explore._num(d.y))
-        assert explore._num(d.var) in latex and explore._num(d.x) in latex
+        assert latex.startswith("y = \\frac{") and latex.endswith(group._num(d.y))
+        assert group._num(d.var) in latex and group._num(d.x) in latex
         assert f"m = {d.m}" in d.stats_latex()
         assert ("\\mu" in d.formula_latex()) == METHODS[method].centred
 
 
 def test_values_text_and_numbers() -> None:
     x = torch.arange(24.0).reshape(2, 3, 4)
-    d = explore.selected_group(x, "batch", "BTC", (0, 0, 1))
+    d = group.selected_group(x, contract("batch", "BTC", (2, 3, 4)), (0, 0, 1))
     assert d.values == (1.0, 5.0, 9.0, 13.0, 17.0, 21.0)
     assert d.values_text().startswith("1.000, 5.000") and "(6 values)" not in d.values_text()
-    d = explore.selected_group(torch.arange(64.0).reshape(1, 8, 8), "batch", "BTC", (0, 0, 0))
+    x = torch.arange(64.0).reshape(1, 8, 8)
+    d = group.selected_group(x, contract("batch", "BTC", (1, 8, 8)), (0, 0, 0))
     assert d.values_text().endswith("… (8 values)")
-    assert explore._num(12345.6) == "1.235\\times 10^{4}"
-    assert explore._num(-0.25) == "-0.25"
-    assert explore._eps(1e-5) == "10^{-5}" and explore._eps(0.0) == "0"
+    assert group._num(12345.6) == "1.235\\times 10^{4}"
+    assert group._num(-0.25) == "-0.25"
+    assert group._eps(1e-5) == "10^{-5}" and group._eps(0.0) == "0"
 
 
 def test_cell_outside_the_tensor_is_refused() -> None:
     with pytest.raises(NormConfigError, match="outside"):
-        explore.selected_group(torch.zeros(2, 3, 4), "layer", "BTC", (2, 0, 0))
+        group.selected_group(torch.zeros(2, 3, 4), contract("layer", "BTC", (2, 3, 4)), (2, 0, 0))
 
 
 @pytest.mark.parametrize(
@@ -139,20 +142,22 @@ def test_refused_settings_match_torch_and_get_a_hint(method, layout, shape, grow
     _, apply = torch_module(method, layout, shape)
     with pytest.raises(ValueError, match="more than 1"):  # torch refuses it too
         apply(x)
-    with pytest.raises(NormConfigError, match="more than 1 value"):
-        explore.selected_group(x, method, layout, (0,) * len(shape))
-    hint = explore.refusal_hint(method, layout, shape)
+    con = contract(method, layout, shape)
+    with pytest.raises(Refusal, match="more than 1 value") as refused:  # a lesson, with the hint
+        group.selected_group(x, con, (0,) * len(shape))
+    assert f"Make {grow} larger than 1" in str(refused.value)
+    hint = group.refusal_hint(con)
     assert f"Make {grow} larger than 1" in hint
     assert ("evaluation mode" in hint) == METHODS[method].train_eval_differ
-    assert explore.refusal_hint(method, layout, SHAPES[layout]) == ""
+    assert group.refusal_hint(contract(method, layout, SHAPES[layout])) == ""
 
 
 def test_cell_from_point() -> None:
     shape = (4, 6, 8)
-    assert explore.cell_from_point({"customdata": [1, 3, 5]}, shape) == (1, 3, 5)
+    assert cells.cell_from_point({"customdata": [1, 3, 5]}, shape) == (1, 3, 5)
     # typed arrays come back from the browser as {"0": i, "1": j, ...}
-    assert explore.cell_from_point({"customdata": {"1": 3, "0": 1, "2": 5}}, shape) == (1, 3, 5)
-    assert explore.cell_from_point({"customdata": [9, 9, 9]}, shape) == (3, 5, 7)
+    assert cells.cell_from_point({"customdata": {"1": 3, "0": 1, "2": 5}}, shape) == (1, 3, 5)
+    assert cells.cell_from_point({"customdata": [9, 9, 9]}, shape) == (3, 5, 7)
     for bad in (
         {},
         {"customdata": [1, 2]},
@@ -160,14 +165,14 @@ def test_cell_from_point() -> None:
         {"customdata": ["x", 1, 2]},
         3,
     ):
-        assert explore.cell_from_point(bad, shape) is None
+        assert cells.cell_from_point(bad, shape) is None
 
 
 def test_clamp_cell() -> None:
-    assert explore.clamp_cell((4, 6, 8), (9, -2, 7)) == (3, 0, 7)
-    assert explore.clamp_cell((4, 6, 8), None) == (0, 0, 0)
-    assert explore.clamp_cell((4, 6, 8), ("a", 1, 2)) == (0, 0, 0)
-    assert explore.clamp_cell((4, 6, 8, 2), (1, 2, 3)) == (0, 0, 0, 0)
+    assert cells.clamp_cell((4, 6, 8), (9, -2, 7)) == (3, 0, 7)
+    assert cells.clamp_cell((4, 6, 8), None) == (0, 0, 0)
+    assert cells.clamp_cell((4, 6, 8), ("a", 1, 2)) == (0, 0, 0)
+    assert cells.clamp_cell((4, 6, 8, 2), (1, 2, 3)) == (0, 0, 0, 0)
 
 
 # ---- contract card -------------------------------------------------------------------
@@ -176,54 +181,58 @@ def test_clamp_cell() -> None:
 @pytest.mark.parametrize(("method", "layout"), CASES)
 def test_contract_card_agrees_with_torch_behaviour(method: str, layout: str) -> None:
     shape = SHAPES[layout]
-    card = explore.contract_card(method, layout, shape, _g(method))
-    assert card.n_stats * card.per_stat == math.prod(shape)
-    assert card.uses_other_samples == METHODS[method].batch_dependent
-    assert card.train_eval_differ == METHODS[method].train_eval_differ
+    c = card.contract_card(contract(method, layout, shape, _g(method)))
+    assert c.n_stats * c.per_stat == math.prod(shape)
+    assert c.uses_other_samples == METHODS[method].batch_dependent
+    assert c.train_eval_differ == METHODS[method].train_eval_differ
     mod, apply = torch_module(method, layout, shape)
     x = _x(shape)
     # depends on other samples: change sample 1, watch sample 0's output in torch
     x2 = x.clone()
     x2[1] = x2[1] * 3 + 1
     changed = not torch.allclose(apply(x)[0], apply(x2)[0], atol=1e-6)
-    assert card.uses_other_samples == changed
+    assert c.uses_other_samples == changed
     # differs between training and evaluation: the same input in both modes
     train = apply(x)
     mod.eval()
-    assert card.train_eval_differ == (not torch.allclose(train, apply(x), atol=1e-6))
-    rows = dict(card.rows())
-    assert rows["reduces over"] == ", ".join(card.reduces)
-    assert rows["values per statistic"].endswith(f"= {card.per_stat}")
+    assert c.train_eval_differ == (not torch.allclose(train, apply(x), atol=1e-6))
+    rows = dict(c.rows())
+    assert rows["reduces over"] == ", ".join(c.reduces)
+    assert rows["values per statistic"].endswith(f"= {c.per_stat}")
     assert rows["subtracts the mean"] == ("yes" if METHODS[method].centred else "no")
 
 
 def test_contract_card_for_custom_axes() -> None:
-    card = explore.contract_card("custom", "NCHW", (2, 3, 4, 5), axes="N,H", centred=False)
-    assert card.reduces == ("N", "H") and card.keeps == ("C", "W")
-    assert card.uses_other_samples and card.train_eval_differ and not card.centred
-    assert card.n_stats == 15 and card.per_stat == 8
-    card = explore.contract_card("custom", "BTC", (2, 3, 4), axes="T,C")
-    assert not card.uses_other_samples and not card.train_eval_differ
+    c = card.contract_card(contract("custom", "NCHW", (2, 3, 4, 5), axes="N,H", centred=False))
+    assert c.reduces == ("N", "H") and c.keeps == ("C", "W")
+    assert c.uses_other_samples and c.train_eval_differ and not c.centred
+    assert c.n_stats == 15 and c.per_stat == 8
+    c = card.contract_card(contract("custom", "BTC", (2, 3, 4), axes="T,C"))
+    assert not c.uses_other_samples and not c.train_eval_differ
 
 
 # ---- custom axes -----------------------------------------------------------------------
 
 
 def test_explain_axes_names_the_method() -> None:
-    v = explore.explain_axes("BTC", "T,B")
+    v = custom.explain_axes("BTC", "T,B")
     assert v.method == "batch" and v.axes == ("B", "T") and "BatchNorm" in v.text
-    assert explore.explain_axes("NCHW", "C,H,W").method == "layer"
-    rms = explore.explain_axes("NCHW", "C,H,W", centred=False)
+    assert custom.explain_axes("NCHW", "C,H,W").method == "layer"
+    rms = custom.explain_axes("NCHW", "C,H,W", centred=False)
     assert rms.method == "rms" and "RMSNorm" in rms.text
-    none = explore.explain_axes("NCHW", "C")
+    none = custom.explain_axes("NCHW", "C")
     assert none.method is None and "No standard layer" in none.text
-    assert "Tick at least one" in explore.explain_axes("BTC", "").text
+    assert "Tick at least one" in custom.explain_axes("BTC", "").text
     with pytest.raises(NormConfigError, match="unknown axis"):
-        explore.explain_axes("BTC", "H")
+        custom.explain_axes("BTC", "H")
+
+
+def _confusions(*args, **kw) -> tuple[confusions.Confusion, ...]:
+    return confusions.confusions(contract(*args, **kw))
 
 
 def _keys(*args, **kw) -> list[str]:
-    return [c.key for c in explore.confusions(*args, **kw)]
+    return [c.key for c in _confusions(*args, **kw)]
 
 
 def test_channels_last_layernorm_is_not_groupnorm_1() -> None:
@@ -237,7 +246,7 @@ def test_channels_last_layernorm_is_not_groupnorm_1() -> None:
     torch.testing.assert_close(ours, channels_last, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(normalize(x, "custom", "NCHW", axes="C,H,W").output, gn1)
     assert not torch.allclose(channels_last, gn1, atol=1e-3)
-    (c,) = explore.confusions("custom", "NCHW", shape, axes="C")
+    (c,) = _confusions("custom", "NCHW", shape, axes="C")
     assert c.key == "channels_last" and "GroupNorm(1, C)" in c.title and "GroupNorm(1, 6)" in c.text
     assert f"{2 * 3 * 4}" in c.text and f"{6 * 3 * 4}" in c.text
     assert _keys("group", "NCHW", shape, groups=1) == ["channels_last"]
@@ -255,10 +264,10 @@ def test_batchnorm1d_wants_channels_first() -> None:
         right = nn.BatchNorm1d(C)(x.transpose(1, 2)).transpose(1, 2)
     torch.testing.assert_close(normalize(x, "custom", "BTC", axes="B,C").output, untransposed)
     torch.testing.assert_close(normalize(x, "batch", "BTC").output, right)
-    (c,) = explore.confusions("batch", "BTC", (B, T, C))
+    (c,) = _confusions("batch", "BTC", (B, T, C))
     assert c.key == "batchnorm1d" and "(N, C, L)" in c.title and f"BatchNorm1d({T})" in c.text
-    assert "T = C" in explore.confusions("batch", "BTC", (2, 4, 4))[0].text
-    (c,) = explore.confusions("custom", "BTC", (B, T, C), axes="B,C")
+    assert "T = C" in _confusions("batch", "BTC", (2, 4, 4))[0].text
+    (c,) = _confusions("custom", "BTC", (B, T, C), axes="B,C")
     assert c.key == "batchnorm1d" and f"BatchNorm1d({T})" in c.text
     assert _keys("custom", "BTC", (B, T, C), axes="B,T") == ["batchnorm1d"]
     assert _keys("layer", "BTC", (B, T, C)) == []
@@ -271,7 +280,7 @@ def test_instancenorm_is_layernorm_over_one_feature_map() -> None:
         inst = nn.InstanceNorm2d(C)(x)
         as_layer = nn.LayerNorm(H * W, elementwise_affine=False)(x.reshape(N, C, H * W))
     torch.testing.assert_close(inst, as_layer.reshape(N, C, H, W), atol=1e-5, rtol=1e-5)
-    (c,) = explore.confusions("instance", "NCHW", (N, C, H, W))
+    (c,) = _confusions("instance", "NCHW", (N, C, H, W))
     assert c.key == "instance_as_layer" and f"H·W = {H * W}" in c.text
     assert _keys("custom", "NCHW", (N, C, H, W), axes="H,W") == ["instance_as_layer"]
     xs = _x((2, 5, 3))  # (B, T, C): each feature's sequence is the embedding
@@ -283,8 +292,8 @@ def test_instancenorm_is_layernorm_over_one_feature_map() -> None:
 
 
 def test_verification_text() -> None:
-    ok, text = explore.verification_text("nn.BatchNorm1d", 4.8e-7)
+    ok, text = code.verification_text("nn.BatchNorm1d", 4.8e-7)
     assert ok and text == "matches torch.nn.BatchNorm1d, max |Δ| = 4.8e-07"
-    ok, text = explore.verification_text("torch.mean/var", 0.5)
+    ok, text = code.verification_text("torch.mean/var", 0.5)
     assert not ok and "differs from torch.mean/var" in text
-    assert not explore.verification_text("nn.LayerNorm", float("nan"))[0]
+    assert not code.verification_text("nn.LayerNorm", float("nan"))[0]

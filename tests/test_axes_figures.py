@@ -1,4 +1,5 @@
-"""Block figures: the highlighted cells are exactly the statistic group, read off group_ids."""
+"""Axis Explorer figures (block, flat view, small multiples): the highlighted cells are
+exactly the statistic group, read off group_ids."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, NormConfigError, contract, group_ids, style
-from normviz.figures import blocks
+from normviz.axes import block, flat, multiples, window
 
 MB = 1_000_000
 SMALL = {"BTC": (3, 5, 6), "NCHW": (2, 6, 3, 4)}
@@ -70,11 +71,9 @@ def test_block_highlights_exactly_the_group(method: str, layout: str) -> None:
     rng = np.random.default_rng(len(method) * 7 + len(layout))
     for _ in range(3):
         cell = tuple(int(rng.integers(n)) for n in shape)
-        fig = blocks.make_block_figure(
-            method, layout, shape, groups=_groups(method), axes=axes, cell=cell
-        )
-        group = _trace(fig, "group")
         con = contract(method, layout, shape, _groups(method), axes)
+        fig = block.make_block_figure(con, cell=cell)
+        group = _trace(fig, "group")
         assert len(group.x) == con.group_size
         assert _cells(group) == _group_set(method, layout, shape, _groups(method), axes, cell)
         others = _trace(fig, "others")
@@ -87,9 +86,8 @@ def test_block_highlights_exactly_the_group(method: str, layout: str) -> None:
 def test_partition_colours_follow_group_ids(method: str, layout: str) -> None:
     shape = SMALL[layout]
     axes = CUSTOM_AXES[layout] if method == "custom" else None
-    fig = blocks.make_block_figure(
-        method, layout, shape, groups=_groups(method), axes=axes, partition=True
-    )
+    con = contract(method, layout, shape, _groups(method), axes)
+    fig = block.make_block_figure(con, partition=True)
     tr = _trace(fig, "partition")
     ids = group_ids(method, layout, shape, _groups(method), axes)
     cd = np.asarray(tr.customdata)
@@ -100,16 +98,17 @@ def test_partition_colours_follow_group_ids(method: str, layout: str) -> None:
     colours = [
         _stepped_colour(marker.colorscale, v, marker.cmin, marker.cmax) for v in marker.color
     ]
-    expected = [blocks.PARTITION_COLOURS[i % len(blocks.PARTITION_COLOURS)] for i in shown_ids]
+    expected = [window.PARTITION_COLOURS[i % len(window.PARTITION_COLOURS)] for i in shown_ids]
     assert colours == expected
     # every statistic group is drawn; black stays free for the selected cell
-    assert len(set(shown_ids)) == contract(method, layout, shape, _groups(method), axes).n_stats
-    assert style.SELECTED not in blocks.PARTITION_COLOURS
+    assert len(set(shown_ids)) == con.n_stats
+    assert style.SELECTED not in window.PARTITION_COLOURS
 
 
 def test_split_hw_puts_each_image_in_its_own_slab() -> None:
     shape = (3, 2, 4, 5)
-    fig = blocks.make_block_figure("instance", "NCHW", shape, split_hw=True, partition=True)
+    con = contract("instance", "NCHW", shape)
+    fig = block.make_block_figure(con, split_hw=True, partition=True)
     tr = _trace(fig, "partition")
     cd = np.asarray(tr.customdata)
     n, c, h, w = cd[:, 0], cd[:, 1], cd[:, 2], cd[:, 3]
@@ -119,9 +118,7 @@ def test_split_hw_puts_each_image_in_its_own_slab() -> None:
     np.testing.assert_array_equal(x % (W + 1), w)
     np.testing.assert_array_equal(y, c)
     np.testing.assert_array_equal(z, h)
-    merged = _trace(
-        blocks.make_block_figure("instance", "NCHW", shape, partition=True), "partition"
-    )
+    merged = _trace(block.make_block_figure(con, partition=True), "partition")
     cdm = np.asarray(merged.customdata)
     np.testing.assert_array_equal(np.asarray(merged.z), cdm[:, 2] * W + cdm[:, 3])  # H·W
 
@@ -129,8 +126,8 @@ def test_split_hw_puts_each_image_in_its_own_slab() -> None:
 def test_large_shape_is_capped_around_the_cell_with_a_note() -> None:
     shape = (64, 128, 512)
     cell = (63, 127, 511)  # the far corner must still be drawn
-    fig = blocks.make_block_figure("layer", "BTC", shape, cell=cell)
-    win = blocks.make_window("BTC", shape, cell)
+    fig = block.make_block_figure(contract("layer", "BTC", shape), cell=cell)
+    win = window.make_window("BTC", shape, cell)
     drawn = len(_trace(fig, "group").x) + len(_trace(fig, "others").x)
     assert drawn == win.n_cells <= style.MAX_CELLS_3D
     assert _cells(_trace(fig, "selected")) == {cell}
@@ -140,14 +137,14 @@ def test_large_shape_is_capped_around_the_cell_with_a_note() -> None:
 
 
 def test_window() -> None:
-    win = blocks.make_window("NCHW", (4, 6, 4, 4), (1, 2, 3, 0))
+    win = window.make_window("NCHW", (4, 6, 4, 4), (1, 2, 3, 0))
     assert not win.capped and win.note() == "" and win.n_cells == 384
-    big = blocks.make_window("NCHW", (256, 64, 16, 16), (255, 0, 8, 15), cap=1000)
+    big = window.make_window("NCHW", (256, 64, 16, 16), (255, 0, 8, 15), cap=1000)
     assert big.capped and big.n_cells <= 1000 and big.contains((255, 0, 8, 15))
     assert len(big.indices()) == big.n_cells
     assert "N " in big.note() and "omitted" in big.note()
     with pytest.raises(NormConfigError, match="outside"):
-        blocks.make_window("BTC", (2, 2, 2), (2, 0, 0))
+        window.make_window("BTC", (2, 2, 2), (2, 0, 0))
 
 
 # ---- flat view ------------------------------------------------------------------------
@@ -172,7 +169,8 @@ def test_flat_view_outlines_the_group_and_maps_clicks_to_cells(method: str, layo
     axes = CUSTOM_AXES[layout] if method == "custom" else None
     x = torch.randn(shape, generator=torch.Generator().manual_seed(3))
     cell = tuple(n - 1 for n in shape)
-    fig = blocks.make_flat_figure(x, method, layout, groups=_groups(method), axes=axes, cell=cell)
+    con = contract(method, layout, shape, _groups(method), axes)
+    fig = flat.make_flat_figure(x, con, cell=cell)
     cells = _trace(fig, "cells")
     heat = _trace(fig, "heat")
     idx = np.asarray(cells.customdata)
@@ -195,15 +193,15 @@ def test_flat_view_outlines_the_group_and_maps_clicks_to_cells(method: str, layo
 def test_flat_partition_colours_follow_group_ids() -> None:
     shape = SMALL["NCHW"]
     x = torch.randn(shape)
-    fig = blocks.make_flat_figure(x, "group", "NCHW", groups=3, partition=True)
+    fig = flat.make_flat_figure(x, contract("group", "NCHW", shape, 3), partition=True)
     heat = _trace(fig, "heat")
     ids = group_ids("group", "NCHW", shape, 3).reshape(shape[0] * shape[1], -1)
-    n = len(blocks.PARTITION_COLOURS)
+    n = len(window.PARTITION_COLOURS)
     np.testing.assert_array_equal(np.asarray(heat.z), ids % n)
     for k in range(n):
         assert (
             _stepped_colour(heat.colorscale, k, heat.zmin, heat.zmax)
-            == (blocks.PARTITION_COLOURS[k])
+            == (window.PARTITION_COLOURS[k])
         )
 
 
@@ -211,8 +209,8 @@ def test_flat_view_capped_keeps_the_cell() -> None:
     shape = (1, 4096, 1024)
     x = torch.zeros(shape)
     cell = (0, 4000, 1000)
-    fig = blocks.make_flat_figure(x, "batch", "BTC", cell=cell)
-    win = blocks.flat_window("BTC", shape, cell)
+    fig = flat.make_flat_figure(x, contract("batch", "BTC", shape), cell=cell)
+    win = flat.flat_window("BTC", shape, cell)
     assert win.contains(cell) and win.n_cells <= style.MAX_CELLS_2D
     assert {tuple(int(v) for v in r) for r in np.asarray(_trace(fig, "cells").customdata)} == {
         tuple(int(v) for v in r) for r in win.indices()
@@ -228,12 +226,12 @@ def test_flat_view_capped_keeps_the_cell() -> None:
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_thumbnails_highlight_the_corner_cells_group(layout: str) -> None:
     shape = SMALL[layout]
-    fig = blocks.make_methods_figure(layout, shape, GROUPS)
+    fig = multiples.make_methods_figure(layout, shape, GROUPS)
     assert [a.text for a in fig.layout.annotations[: len(STANDARD_METHODS)]] == [
         METHODS[m].label for m in STANDARD_METHODS
     ]
     for m in STANDARD_METHODS:
-        idx, in_group, _ = blocks.thumbnail_cells(m, layout, shape, _groups(m))
+        idx, in_group, _ = multiples.thumbnail_cells(contract(m, layout, shape, _groups(m)))
         ids = group_ids(m, layout, shape, _groups(m))
         np.testing.assert_array_equal(in_group, ids[tuple(idx.T)] == ids[(0,) * len(shape)])
         drawn = _trace(fig, f"{m}-group")
@@ -248,7 +246,7 @@ def test_thumbnails_highlight_the_corner_cells_group(layout: str) -> None:
 
 
 def test_thumbnail_explains_groups_that_do_not_divide_c() -> None:
-    fig = blocks.make_methods_figure("NCHW", (2, 6, 3, 3), groups=4)
+    fig = multiples.make_methods_figure("NCHW", (2, 6, 3, 3), groups=4)
     assert any("divisible" in (a.text or "") for a in fig.layout.annotations)
     assert not [t for t in fig.data if t.uid and t.uid.startswith("group-")]
 
@@ -270,23 +268,21 @@ def test_payload_stays_under_1mb_at_the_largest_shapes(layout: str, shape: tuple
         ("custom", "B,C" if layout == "BTC" else "N,H"),
     ]:
         g = (2 if C % 2 == 0 else 1) if method == "group" else None
+        con = contract(method, layout, shape, g, axes)
         figs = [
-            blocks.make_block_figure(method, layout, shape, groups=g, axes=axes, cell=cell),
-            blocks.make_block_figure(
-                method, layout, shape, groups=g, axes=axes, cell=cell, partition=True, split_hw=True
-            ),
-            blocks.make_flat_figure(x, method, layout, groups=g, axes=axes, cell=cell),
-            blocks.make_flat_figure(
-                x, method, layout, groups=g, axes=axes, cell=cell, partition=True
-            ),
+            block.make_block_figure(con, cell=cell),
+            block.make_block_figure(con, cell=cell, partition=True, split_hw=True),
+            flat.make_flat_figure(x, con, cell=cell),
+            flat.make_flat_figure(x, con, cell=cell, partition=True),
         ]
         for fig in figs:
             assert len(fig.to_json()) <= MB
-    assert len(blocks.make_methods_figure(layout, shape, 1).to_json()) <= MB
+    assert len(multiples.make_methods_figure(layout, shape, 1).to_json()) <= MB
 
 
 def test_invalid_settings_raise_a_config_error() -> None:
     with pytest.raises(NormConfigError, match="divisible"):
-        blocks.make_block_figure("group", "BTC", (2, 3, 8), groups=3)
+        block.make_block_figure(contract("group", "BTC", (2, 3, 8), groups=3))
     with pytest.raises(NormConfigError, match="outside"):
-        blocks.make_flat_figure(torch.zeros(2, 3, 4), "layer", "BTC", cell=(0, 3, 0))
+        con = contract("layer", "BTC", (2, 3, 4))
+        flat.make_flat_figure(torch.zeros(2, 3, 4), con, cell=(0, 3, 0))

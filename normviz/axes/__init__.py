@@ -1,0 +1,78 @@
+"""The Axis Explorer (/axes): which cells share one mean and variance, and why.
+
+Shape a tensor, pick a method, pick a cell: the cells that share that cell's
+statistics light up in a 3D block and in a clickable flat view; the selected
+group's numbers go through the formula; a contract card, custom axes, the classic
+confusions, every method side by side and the verified torch code follow.
+
+Every section runs on one `AxesSetup` (the shared settings resolved to a
+`Contract`, ε, the input and the selected cell):
+
+    setup = AxesSetup(contract("batch", "BTC", (4, 6, 8)), cell=(1, 2, 3))
+    result = block.SECTION.run(setup, {"partition": False, "split_hw": False}, no_progress)
+"""
+
+from __future__ import annotations
+
+from normviz.axes import block, card, code, confusions, custom, flat, group, multiples
+from normviz.axes.cells import (
+    CELL_KNOBS,
+    AxesSetup,
+    cell_from_point,
+    cell_keys,
+    cell_text,
+    clamp_cell,
+    example_setup,
+    group_slices,
+    linked_cell_warnings,
+)
+from normviz.knobs import merge
+from normviz.sections import Section
+
+TITLE = "Axis Explorer"
+INTRO = (
+    "Every normalization layer computes one mean and one variance per group of values. "
+    "Pick a method in the sidebar and a cell below: the cells that share that cell's mean "
+    "and variance light up, in 3D and unfolded flat."
+)
+
+# The selection: the block and the flat view side by side, then the selected group's
+# numbers (the page reruns these alone when the cell changes).
+SELECTION: tuple[Section, ...] = (block.SECTION, flat.SECTION, group.SECTION)
+# What the setting means, below the selection.
+REST: tuple[Section, ...] = (
+    card.SECTION,
+    custom.SECTION,
+    confusions.SECTION,
+    multiples.SECTION,
+    code.SECTION,
+)
+SECTIONS: tuple[Section, ...] = SELECTION + REST
+KNOBS = merge(*(s.knobs for s in SECTIONS), CELL_KNOBS)
+HELP = block.HELP  # widget help texts, by knob name
+
+__all__ = [
+    "HELP",
+    "INTRO",
+    "KNOBS",
+    "REST",
+    "SECTIONS",
+    "SELECTION",
+    "TITLE",
+    "AxesSetup",
+    "block",
+    "card",
+    "cell_from_point",
+    "cell_keys",
+    "cell_text",
+    "clamp_cell",
+    "code",
+    "confusions",
+    "custom",
+    "example_setup",
+    "flat",
+    "group",
+    "group_slices",
+    "linked_cell_warnings",
+    "multiples",
+]
