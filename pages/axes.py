@@ -17,10 +17,8 @@ KNOB_LABELS = {k.name: k.label for k in axes.KNOBS}
 
 
 def _on_flat_click(layout: str, shape: tuple[int, ...]) -> None:
-    """A click in the flat view selects the cell its marker names.
-
-    Callbacks get the settings as arguments: they run before app.py has drawn the sidebar.
-    """
+    """A click in the flat view selects the cell its marker names."""
+    # callbacks get the settings as arguments: they run before app.py draws the sidebar
     event = st.session_state.get(FLAT_KEY) or {}
     points = (event.get("selection") or {}).get("points") or []
     cell = axes.cell_from_point(points[0], shape) if points else None

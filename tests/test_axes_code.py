@@ -71,3 +71,12 @@ def test_custom_snippet(layout, axes, centred) -> None:
 def test_invalid_settings_raise_before_code() -> None:
     with pytest.raises(normviz.NormConfigError, match="C=6, groups=4"):
         torch_code(contract("group", "BTC", (2, 3, 6), groups=4))
+
+
+def test_what_torch_refuses_is_a_refusal() -> None:
+    x = normviz.data.generate("normal", "BTC", (2, 3, 4), 0)
+    with pytest.raises(ValueError, match="eps must be positive"):  # torch's own check
+        exec(torch_code(contract("batch", "BTC", (2, 3, 4)), eps=0.0), {"x": x})
+    with pytest.raises(normviz.Refusal, match="eps must be positive"):
+        verify(x, contract("batch", "BTC", (2, 3, 4)), eps=0.0)
+

@@ -72,7 +72,8 @@ def verify(x: torch.Tensor | np.ndarray, con: Contract, eps: float = 1e-5) -> Ve
     """Run the generated snippet on `x` and compare its `y` with normalize().
 
     Raises:
-        Refusal: torch refuses the setting (one value per statistic in training).
+        Refusal: torch refuses the setting (one value per statistic in training, or a
+            module's own check, e.g. BatchNorm's eps > 0).
     """
     x = as_tensor(x)
     code = torch_code(con, eps)
@@ -80,7 +81,10 @@ def verify(x: torch.Tensor | np.ndarray, con: Contract, eps: float = 1e-5) -> Ve
         # normalize() first: it refuses what torch refuses, with the numbers to change
         ours = normalize(x, con.method, con.layout, eps=eps, **normalize_kwargs(con)).output  # type: ignore[arg-type]
         scope: dict[str, object] = {"x": x.clone()}
-        exec(compile(code, "<normviz torch_code>", "exec"), scope)  # our own snippet, not user text
+        try:  # our own snippet, not user text
+            exec(compile(code, "<normviz torch_code>", "exec"), scope)
+        except (ValueError, RuntimeError) as e:  # e.g. BatchNorm with eps = 0 in training
+            raise Refusal(f"torch refuses the snippet: {e}") from None
     y = scope["y"]
     assert isinstance(y, torch.Tensor)
     diff = (y - ours).abs().max().item() if y.numel() else 0.0
