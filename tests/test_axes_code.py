@@ -79,4 +79,3 @@ def test_what_torch_refuses_is_a_refusal() -> None:
         exec(torch_code(contract("batch", "BTC", (2, 3, 4)), eps=0.0), {"x": x})
     with pytest.raises(normviz.Refusal, match="eps must be positive"):
         verify(x, contract("batch", "BTC", (2, 3, 4)), eps=0.0)
-

@@ -16,18 +16,9 @@ import plotly.graph_objects as go
 import torch
 
 from normviz import style
+from normviz.axes import window
 from normviz.axes.block import PARTITION
 from normviz.axes.cells import AxesSetup, group_slices
-from normviz.axes.window import (
-    Window,
-    add_note,
-    check_cell,
-    hover,
-    int_array,
-    make_window,
-    partition_marker,
-    window_ids,
-)
 from normviz.core import Contract
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
@@ -54,17 +45,19 @@ def flat_layout(layout: str) -> FlatLayout:
     return FlatLayout((0, 1), tuple(range(2, rank)))
 
 
-def flat_window(layout: str, shape: Sequence[int], cell: Sequence[int] | None = None) -> Window:
+def flat_window(
+    layout: str, shape: Sequence[int], cell: Sequence[int] | None = None
+) -> window.Window:
     """The part of the tensor the flat view draws (rows and columns capped separately)."""
     fl = flat_layout(layout)
-    win = make_window(layout, shape, cell, FLAT_MAX_ROWS, [fl.row_dims])
-    cols = make_window(layout, shape, cell, FLAT_MAX_COLS, [fl.col_dims])
+    win = window.make_window(layout, shape, cell, FLAT_MAX_ROWS, [fl.row_dims])
+    cols = window.make_window(layout, shape, cell, FLAT_MAX_COLS, [fl.col_dims])
     start = tuple(cols.start[d] if d in fl.col_dims else win.start[d] for d in range(len(shape)))
     size = tuple(cols.size[d] if d in fl.col_dims else win.size[d] for d in range(len(shape)))
     while math.prod(size) > style.MAX_CELLS_2D:  # only if someone lowers the 2D cap
         d = int(np.argmax(size))
         size = tuple(k // 2 if i == d else k for i, k in enumerate(size))
-    return Window(layout, tuple(int(s) for s in shape), start, size)
+    return window.Window(layout, tuple(int(s) for s in shape), start, size)
 
 
 def _merged(local: np.ndarray, size: tuple[int, ...], dims: Sequence[int]) -> np.ndarray:
@@ -76,7 +69,7 @@ def _merged(local: np.ndarray, size: tuple[int, ...], dims: Sequence[int]) -> np
 
 
 def _flat_ticks(
-    win: Window, dims: Sequence[int], max_ticks: int = 32, compact: bool = True
+    win: window.Window, dims: Sequence[int], max_ticks: int = 32, compact: bool = True
 ) -> dict[str, list]:
     """Ticks with real indices: every position when few, else the starts of outer blocks.
 
@@ -101,7 +94,7 @@ def _flat_ticks(
     return {"tickvals": pos, "ticktext": text}
 
 
-def _separators(win: Window, dims: Sequence[int], along: str, n_other: int) -> list[dict]:
+def _separators(win: window.Window, dims: Sequence[int], along: str, n_other: int) -> list[dict]:
     """Thin lines between blocks of the outer merged axis (at most 64)."""
     if len(dims) < 2:
         return []
@@ -133,7 +126,7 @@ def _runs(lo: Sequence[int], hi: Sequence[int], size: Sequence[int]) -> list[tup
 
 
 def flat_group_rects(
-    win: Window, box: Sequence[slice], layout: str
+    win: window.Window, box: Sequence[slice], layout: str
 ) -> list[tuple[int, int, int, int]]:
     """The tensor box `box` as rectangles (col0, col1, row0, row1) of the flat view's cells."""
     fl = flat_layout(layout)
@@ -176,7 +169,7 @@ class FlatView:
     contract: Contract
     cell: tuple[int, ...]
     partition: bool
-    window: Window
+    window: window.Window
     values: np.ndarray  # float32, the window's values in row-major order
 
 
@@ -193,7 +186,7 @@ def flat_view(
     """
     arr = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
     shape = tuple(int(s) for s in arr.shape)
-    cell = check_cell(con.layout, shape, cell)
+    cell = window.check_cell(con.layout, shape, cell)
     win = flat_window(con.layout, shape, cell)
     vals = arr[win.slices()].reshape(-1).astype(np.float32)
     return FlatView(con, cell, partition, win, vals)
@@ -241,8 +234,8 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
     grid = vals.reshape(n_rows, n_cols)
     heat: dict = {"hoverinfo": "skip", "xgap": 1, "ygap": 1}
     if partition:
-        ids = window_ids(con, win).reshape(n_rows, n_cols)
-        part = partition_marker(ids)
+        ids = window.window_ids(con, win).reshape(n_rows, n_cols)
+        part = window.partition_marker(ids)
         heat |= {
             "z": part["color"],
             "colorscale": part["colorscale"],
@@ -262,16 +255,16 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
     fig = go.Figure(go.Heatmap(uid="heat", name="x", **heat))
     fig.add_trace(
         go.Scatter(
-            x=int_array(cols),
-            y=int_array(rows),
+            x=window.int_array(cols),
+            y=window.int_array(rows),
             mode="markers",
             uid="cells",
             name="cells",
-            customdata=int_array(idx),
+            customdata=window.int_array(idx),
             marker={"symbol": "square", "size": row_px, "color": vals, "opacity": 0},
             selected={"marker": {"opacity": 0}},
             unselected={"marker": {"opacity": 0}},
-            hovertemplate=hover(layout, "<br>x = %{marker.color:.3f}"),
+            hovertemplate=window.hover(layout, "<br>x = %{marker.color:.3f}"),
             showlegend=False,
         )
     )
@@ -329,7 +322,7 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
         dragmode=False,
         hovermode="closest",
     )
-    add_note(fig, win)
+    window.add_note(fig, win)
     style.apply(fig, presenter)
     # room for the row labels: plotly's automargin does not always run inside Streamlit
     label_px = style.font_size(presenter) * 0.6 * max(len(t) for t in fig.layout.yaxis.ticktext)
