@@ -346,5 +346,5 @@ SECTION = Section(
     intro=INTRO,
     run=run,
     knobs=(PARTITION,),
-    figure=lambda view, presenter: flat_figure(view, presenter),
+    figure=flat_figure,
 )

@@ -175,9 +175,9 @@ def notes(d: GroupDetail) -> list[str]:
     return [
         f"The cell **{cell_text(d.layout, d.cell)}** shares its statistics with "
         f"**m = {d.size_text}** values (highlighted above). Its first values: {d.values_text()}.",
-        f"$${d.stats_latex()}$$",
-        f"$${d.formula_latex()}$$",
-        f"$${d.computation_latex()}$$",
+        f"$$\n{d.stats_latex()}\n$$",  # display maths: $$ on lines of their own
+        f"$$\n{d.formula_latex()}\n$$",  # display maths: $$ on lines of their own
+        f"$$\n{d.computation_latex()}\n$$",  # display maths: $$ on lines of their own
         "γ = 1 and β = 0, as in a freshly initialised layer: training then learns "
         "the scale and shift it wants.",
     ]
