@@ -78,7 +78,7 @@ def test_default_page() -> None:
     assert "matches torch.nn.BatchNorm1d, max |Δ| = " in page
     assert "nn.BatchNorm1d(8, eps=1e-05)" in page
     assert "BatchNorm1d expects (N, C, L)" in page  # the confusion that applies
-    card = at.dataframe[0].value  # the runner shows a section's table as a dataframe
+    card = at.table[0].value
     assert list(card["answer"])[:4] == ["B, T", "C", "8 means and variances", "m = B·T = 24"]
     assert [c.key for c in at.checkbox if c.value] == ["axcb_B", "axcb_T"]
     # every page parameter is in the URL, also the other layout's cell and split_hw,

@@ -15,7 +15,7 @@ import pandas as pd
 from normviz.axes.cells import AxesSetup
 from normviz.core import Contract
 from normviz.knobs import Value
-from normviz.sections import Progress, Section
+from normviz.sections import Extra, Progress, Section
 
 INTRO = "The current setting's axis contract, in the questions a student asks about it:"
 
@@ -79,9 +79,11 @@ def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Con
     return contract_card(setup.contract)
 
 
-def table(card: ContractCard) -> pd.DataFrame:
+def extras(card: ContractCard) -> list[Extra]:
+    """The card itself: a small two-column table, shown whole."""
     rows = card.rows()
-    return pd.DataFrame({"": [q for q, _ in rows], "answer": [a for _, a in rows]})
+    df = pd.DataFrame({"": [q for q, _ in rows], "answer": [a for _, a in rows]})
+    return [Extra("static", df)]
 
 
 def notes(card: ContractCard) -> list[str]:
@@ -96,6 +98,6 @@ SECTION = Section(
     label="Contract card",
     intro=INTRO,
     run=run,
-    table=table,
     notes=notes,
+    extras=extras,
 )

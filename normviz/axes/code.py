@@ -17,7 +17,7 @@ import torch
 from normviz.axes.cells import AxesSetup, normalize_kwargs
 from normviz.core import Contract, Refusal, as_tensor, normalize
 from normviz.knobs import Value
-from normviz.sections import Progress, Section
+from normviz.sections import Extra, Progress, Section
 
 INTRO = "The torch code for the current settings, run on this page's tensor:"
 MATCH_TOL = 1e-4  # normalized outputs are O(1): float32 kernels agree far closer than this
@@ -113,8 +113,13 @@ def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Ver
 
 def notes(v: Verification) -> list[str]:
     ok, text = verification_text(v.module, v.max_abs_diff)
-    icon = ":green[:material/check_circle:]" if ok else ":orange[:material/warning:]"
-    return [f"```python\n{v.code}```", f"{icon} {text}"]
+    return [] if ok else [f":orange[:material/warning:] {text}"]
+
+
+def extras(v: Verification) -> list[Extra]:
+    """The snippet first; below it, when it matches, the match as a highlighted answer."""
+    ok, text = verification_text(v.module, v.max_abs_diff)
+    return [Extra("code", v.code, top=True)] + ([Extra("callout", text)] if ok else [])
 
 
 SECTION = Section(
@@ -123,4 +128,5 @@ SECTION = Section(
     intro=INTRO,
     run=run,
     notes=notes,
+    extras=extras,
 )
