@@ -28,14 +28,15 @@ def _on_flat_click(layout: str, shape: tuple[int, ...]) -> None:
 
 def _cell_inputs(setup: axes.AxesSetup) -> tuple[int, ...]:
     """One number input per axis (the keyboard way to pick a cell), clamped to the shape."""
-    lay, keys = LAYOUTS[setup.layout], axes.cell_keys(setup.layout)
-    cell = axes.clamp_cell(setup.shape, [st.session_state.get(k, 0) for k in keys])
+    con = setup.contract
+    lay, keys = LAYOUTS[con.layout], axes.cell_keys(con.layout)
+    cell = axes.clamp_cell(con.shape, [st.session_state.get(k, 0) for k in keys])
     cols = st.columns(len(lay.axes) + 1)
     cols[0].markdown("**Selected cell**")
-    for col, a, k, i, n in zip(cols[1:], lay.axes, keys, cell, setup.shape, strict=True):
+    for col, a, k, i, n in zip(cols[1:], lay.axes, keys, cell, con.shape, strict=True):
         st.session_state[k] = i  # clamped: the shape may have shrunk
         state.widget(col.number_input, k, f"{a} ({lay.names[a]})", PAGE, max_value=n - 1, step=1)
-    return axes.clamp_cell(setup.shape, [st.session_state[k] for k in keys])
+    return axes.clamp_cell(con.shape, [st.session_state[k] for k in keys])
 
 
 def _toggle(col, name: str) -> bool:
@@ -45,11 +46,11 @@ def _toggle(col, name: str) -> bool:
 @st.fragment
 def explorer(setup: axes.AxesSetup) -> None:
     """The selected cell, the block, the flat view and the group's numbers (reruns alone)."""
-    presenter = state.presenter()
+    presenter, con = state.presenter(), setup.contract
     setup = replace(setup, cell=_cell_inputs(setup))
     opts = st.columns(2)
     knobs = {"partition": _toggle(opts[0], "partition")}
-    knobs["split_hw"] = setup.layout == "NCHW" and _toggle(opts[1], "split_hw")
+    knobs["split_hw"] = con.layout == "NCHW" and _toggle(opts[1], "split_hw")
     left, right = st.columns(2)
     with left:
         runner.show(PAGE, BLOCK, setup, knobs, presenter)
@@ -61,7 +62,7 @@ def explorer(setup: axes.AxesSetup) -> None:
                 FLAT.figure(view, presenter),
                 theme=None,
                 key=FLAT_KEY,
-                on_select=functools.partial(_on_flat_click, setup.layout, setup.shape),
+                on_select=functools.partial(_on_flat_click, con.layout, con.shape),
                 selection_mode="points",
             )
     st.subheader(GROUP.label)

@@ -273,7 +273,7 @@ def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Blo
         setup.contract,
         setup.selected,
         bool(knobs["partition"]),
-        bool(knobs["split_hw"]) and setup.layout == "NCHW",
+        bool(knobs["split_hw"]) and setup.contract.layout == "NCHW",
     )
 
 

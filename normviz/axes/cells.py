@@ -39,21 +39,14 @@ class AxesSetup:
     cell: tuple[int, ...] | None = None  # the selected cell; None: the first one
 
     @property
-    def layout(self) -> str:
-        return self.contract.layout
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.contract.shape
-
-    @property
     def selected(self) -> tuple[int, ...]:
         """The selected cell, inside the tensor."""
-        return clamp_cell(self.shape, self.cell)
+        return clamp_cell(self.contract.shape, self.cell)
 
     def tensor(self) -> torch.Tensor:
         """The seeded input this setup describes."""
-        return generate(self.data, self.layout, self.shape, self.seed)
+        con = self.contract
+        return generate(self.data, con.layout, con.shape, self.seed)
 
 
 def example_setup() -> AxesSetup:

@@ -214,7 +214,7 @@ class Multiples:
 
 
 def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Multiples:
-    return Multiples(setup.layout, setup.shape, setup.groups)
+    return Multiples(setup.contract.layout, setup.contract.shape, setup.groups)
 
 
 def figure(res: Multiples, presenter: bool) -> go.Figure:
