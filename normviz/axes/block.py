@@ -17,7 +17,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from normviz import style
-from normviz.axes.cells import AxesSetup, stat_ids
+from normviz.axes.cells import AxesSetup
 from normviz.axes.window import (
     Window,
     add_note,
@@ -145,7 +145,7 @@ def make_block_figure(
     ax3 = axes3d(layout, split_hw)
     x, y, z = (a.coords(local, win.size) for a in ax3)
     ids = window_ids(con, win)
-    sel_id = int(stat_ids(con)[cell])
+    sel_id = int(con.stat_ids()[cell])
     n_max = max(a.extent(win.size) for a in ax3)
     size = int(np.clip(round(300 / n_max), 3, 16))
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from normviz.core import Contract, contract
@@ -137,22 +136,3 @@ def group_slices(con: Contract, cell: Sequence[int]) -> tuple[slice, ...]:
         else:
             out.append(slice(i, i + 1))
     return tuple(out)
-
-
-def stat_ids(con: Contract) -> np.ndarray:
-    """Integer array of the contract's shape: equal ids share one mean and variance.
-
-    The same numbering as `normviz.group_ids`, read off the resolved contract (a
-    broadcast view: cheap to slice).
-    """
-    ids = np.arange(con.n_stats, dtype=np.int64).reshape(con.stat_shape)
-    return np.broadcast_to(ids, con.expanded_shape).reshape(con.shape)
-
-
-def normalize_kwargs(con: Contract) -> dict[str, object]:
-    """groups= / axes= / centred= that make `normalize()` resolve `con` again."""
-    return {
-        "groups": con.groups if con.method_obj.grouped else None,
-        "axes": con.reduced if con.method == "custom" else None,
-        "centred": con.centred,
-    }

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from normviz.axes.cells import AxesSetup, normalize_kwargs
-from normviz.core import Contract, Refusal, as_tensor, normalize
+from normviz.axes.cells import AxesSetup
+from normviz.core import Contract, Refusal, apply_contract, as_tensor
 from normviz.knobs import Value
 from normviz.sections import Extra, Progress, Section
 
@@ -79,7 +79,7 @@ def verify(x: torch.Tensor | np.ndarray, con: Contract, eps: float = 1e-5) -> Ve
     code = torch_code(con, eps)
     with torch.no_grad():
         # normalize() first: it refuses what torch refuses, with the numbers to change
-        ours = normalize(x, con.method, con.layout, eps=eps, **normalize_kwargs(con)).output  # type: ignore[arg-type]
+        ours = apply_contract(x, con, eps=eps).output
         scope: dict[str, object] = {"x": x.clone()}
         try:  # our own snippet, not user text
             exec(compile(code, "<normviz torch_code>", "exec"), scope)

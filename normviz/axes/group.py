@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from normviz.axes.cells import AxesSetup, cell_text, clamp_cell, group_slices, normalize_kwargs
-from normviz.core import Contract, NormConfigError, Refusal, as_tensor, normalize
+from normviz.axes.cells import AxesSetup, cell_text, clamp_cell, group_slices
+from normviz.core import Contract, NormConfigError, Refusal, apply_contract, as_tensor
 from normviz.knobs import Value
 from normviz.sections import Progress, Section
 
@@ -120,7 +120,7 @@ def selected_group(
     if tuple(x.shape) != con.shape:
         raise NormConfigError(f"x has shape {tuple(x.shape)}, the contract {con.shape}")
     try:
-        res = normalize(x, con.method, con.layout, eps=eps, **normalize_kwargs(con))  # type: ignore[arg-type]
+        res = apply_contract(x, con, eps=eps)
     except Refusal as e:
         hint = refusal_hint(con).rstrip(".")
         raise Refusal(f"{e}. {hint}" if hint else str(e)) from None

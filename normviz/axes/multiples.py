@@ -17,7 +17,7 @@ from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.axes.block import axes3d
-from normviz.axes.cells import AxesSetup, stat_ids
+from normviz.axes.cells import AxesSetup
 from normviz.axes.window import Window
 from normviz.core import Contract, NormConfigError, contract
 from normviz.knobs import Value
@@ -104,7 +104,7 @@ def thumbnail_cells(con: Contract) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rem = disp[:, k]
         for d in reversed(a.dims):
             rem, idx[:, d] = np.divmod(rem, win.size[d])
-    ids = stat_ids(con)
+    ids = con.stat_ids()
     in_group = ids[tuple(idx.T)] == ids[(0,) * len(shape)]
     return idx, in_group, quads
 

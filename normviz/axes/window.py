@@ -16,7 +16,6 @@ import numpy as np
 import plotly.graph_objects as go
 
 from normviz import style
-from normviz.axes.cells import stat_ids
 from normviz.core import Contract, NormConfigError
 from normviz.layouts import LAYOUTS
 
@@ -131,7 +130,7 @@ def int_array(a: np.ndarray) -> np.ndarray:
 
 def window_ids(con: Contract, win: Window) -> np.ndarray:
     """Group ids of the window's cells, row-major (the ids are a broadcast view: cheap)."""
-    return np.asarray(stat_ids(con)[win.slices()]).reshape(-1)
+    return np.asarray(con.stat_ids()[win.slices()]).reshape(-1)
 
 
 def partition_scale() -> list[list]:
