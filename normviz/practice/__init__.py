@@ -19,6 +19,7 @@ from normviz.practice.common import (
     TallyRow,
     Verdict,
     cell_name,
+    cell_names,
     describe,
     grade,
     parse_answer,
@@ -26,6 +27,7 @@ from normviz.practice.common import (
 )
 from normviz.practice.grid import make_grid_figure, make_tally_figure
 from normviz.practice.show import notes
+from normviz.practice.show import table as exercise_table
 from normviz.sections import Section, by_slug, slugs
 
 SECTIONS: tuple[Section, ...] = (
@@ -64,9 +66,11 @@ __all__ = [
     "Verdict",
     "by_slug",
     "cell_name",
+    "cell_names",
     "describe",
     "example_setup",
     "exercise",
+    "exercise_table",
     "grade",
     "make_grid_figure",
     "make_tally_figure",

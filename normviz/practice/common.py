@@ -89,6 +89,12 @@ def cell_name(layout: str, cell: Sequence[int]) -> str:
     return " ".join(f"{a}{i}" for a, i in zip(LAYOUTS[layout].axes, cell, strict=True))
 
 
+def cell_names(case: Case) -> tuple[str, ...]:
+    """Every cell's name, in flat (row-major) order."""
+    cells = np.stack(np.unravel_index(np.arange(math.prod(case.shape)), case.shape), axis=1)
+    return tuple(cell_name(case.layout, c) for c in cells)
+
+
 def rng_for(kind: str, seed: int) -> random.Random:
     """One random stream per (kind, seed): the same link gives the same exercise."""
     return random.Random(f"{kind}:{seed}")
@@ -185,7 +191,7 @@ class Exercise:
             return ", ".join(
                 f"{f} **{_num(float(v))}**" for f, v in zip(self.fields, self.truth, strict=True)
             )
-        return f"the {len(self.truth)} outlined cells"
+        return f"the {len(self.truth)} cells of the marked cell's group (itself included)"
 
 
 def _num(v: float) -> str:
