@@ -194,8 +194,9 @@ class Exercise:
         return f"the {len(self.truth)} cells of the marked cell's group (itself included)"
 
 
-def _num(v: float) -> str:
-    return str(int(v)) if float(v).is_integer() else f"{v:.4g}"
+def _num(v: float | str) -> str:
+    v = float(v)
+    return str(int(v)) if v.is_integer() else f"{v:.4g}"
 
 
 def parse_answer(ex: Exercise, raw: object) -> str:
