@@ -271,8 +271,8 @@ def teacher_action(action: str, code: str, kind: str = "", seed: int = 0) -> Non
     try:
         if action == "reveal":
             room().reveal(code, key)
-        elif action == "next":
-            room().next(code, key, kind, seed)
+        elif action == "next":  # the kind as picked now (args are from the last run)
+            room().next(code, key, st.session_state.get("pr_next_kind", kind), seed)
         else:
             room().close(code, key)
             st.session_state["class"] = ""
