@@ -56,14 +56,7 @@ def teacher(info: ClassInfo) -> None:
     ex = ui.exercise(info.kind, info.seed)
     if ex is None:
         return
-    st.subheader(f"Live class, question {info.question}")
-    c1, c2 = st.columns([1, 2])
-    c1.metric("Class code", info.code)
-    c2.code(ui.link(info.code), language=None)
-    new_key = st.session_state.pop("pr_new_key", None)
-    if new_key:
-        st.info(live.TEACHER_KEY, icon=":material/key:")
-        st.code(new_key, language=None)
+    ui.class_header(info)
     question(ex)
     shown = ",".join(ex.truth) if info.revealed and ex.form == "cells" else ""
     ui.grid(ex, f"t-{info.code}-{info.question}", None, shown)

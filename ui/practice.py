@@ -311,6 +311,20 @@ def link(code: str) -> str:
     return live.share_link(base, code)
 
 
+def class_header(info: ClassInfo) -> None:
+    """The teacher's heading: the question number, the code, the link, the new key once."""
+    st.subheader(f"Live class, question {info.question}")
+    c1, c2 = st.columns([1, 2])
+    c1.metric("Class code", info.code)
+    with c2.container(key="pr_link_box"):
+        st.code(link(info.code), language=None)
+    new_key = st.session_state.pop("pr_new_key", None)
+    if new_key:
+        st.info(live.TEACHER_KEY, icon=":material/key:")
+        with st.container(key="pr_key_box"):
+            st.code(new_key, language=None)
+
+
 @st.fragment(run_every=live.POLL_S)
 def tally(ex: Exercise, code: str) -> None:
     """The teacher's view of the answers, read again every few seconds."""

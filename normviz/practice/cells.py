@@ -11,7 +11,7 @@ SLUG = "cells"
 LABEL = "Same statistics"
 INTRO = (
     "Click every cell that shares its mean μ and variance σ² with the marked (black) "
-    "cell, or drag a box over several; click a cell again to drop it. The list below the "
+    "cell (the box tool above the grid picks several at once); click a cell again to drop it. The list below the "
     "grid holds the same selection (type a cell's name to add it from the keyboard)."
 )
 POOL = ("batch", "layer", "instance", "group", "rms", "custom")

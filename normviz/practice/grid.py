@@ -108,7 +108,7 @@ def make_grid_figure(
                 marker={
                     "symbol": symbol,
                     "size": px - 3,
-                    "color": "rgba(0,0,0,0)",
+                    "color": colour,  # an open symbol is drawn in the marker's colour
                     "line": {"color": colour, "width": width},
                 },
                 name=name,
@@ -147,7 +147,7 @@ def make_grid_figure(
             "fixedrange": True,
         },
         clickmode="event+select",
-        dragmode="select",
+        dragmode=False,  # a click picks one cell; the modebar's box tool picks many
         hovermode="closest",
         legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
     )
