@@ -11,8 +11,9 @@ SLUG = "cells"
 LABEL = "Same statistics"
 INTRO = (
     "Click every cell that shares its mean μ and variance σ² with the marked (black) "
-    "cell (the box tool above the grid picks several at once); click a cell again to drop it. The list below the "
-    "grid holds the same selection (type a cell's name to add it from the keyboard)."
+    "cell (the box tool above the grid picks several at once); click a cell again to drop "
+    "it. The list below the grid holds the same selection (type a cell's name to add it "
+    "from the keyboard)."
 )
 POOL = ("batch", "layer", "instance", "group", "rms", "custom")
 

@@ -186,7 +186,13 @@ def make_tally_figure(
     fig.update_layout(
         title={"text": f"{total} answer{'s' if total != 1 else ''}"},
         yaxis={"autorange": "reversed", "fixedrange": True},
-        xaxis={"title": {"text": "students"}, "fixedrange": True, "rangemode": "tozero"},
+        xaxis={
+            "title": {"text": "students"},
+            "fixedrange": True,
+            "rangemode": "tozero",
+            "tick0": 0,
+            "dtick": max(1, math.ceil(max((r.count for r in rows), default=1) / 8)),
+        },
     )
     style.apply(fig, presenter, height=120 + 40 * max(len(rows), 1))
     return fig
