@@ -179,7 +179,8 @@ def _submit_many(url: str, code: str, n: int, answer: str) -> None:
 def test_two_processes_share_one_sqlite_file(url: str) -> None:
     room = Classroom(url)
     o = room.open("choose", 0)
-    ctx = multiprocessing.get_context("spawn")
+    room.engine.dispose()  # no open connection crosses the fork
+    ctx = multiprocessing.get_context("fork")  # no re-import of torch in the children
     procs = [ctx.Process(target=_submit_many, args=(url, o.info.code, 25, ans)) for ans in "ab"]
     for p in procs:
         p.start()

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from normviz.practice.common import Exercise, cell_name, interesting_case, pick, rng_for
+from normviz.practice.common import (
+    EVERY_METHOD,
+    Exercise,
+    cell_name,
+    interesting_case,
+    pick,
+    rng_for,
+)
 from normviz.practice.show import contract_words, section
 
 SLUG = "cells"
@@ -15,7 +22,7 @@ INTRO = (
     "it. The list below the grid holds the same selection (type a cell's name to add it "
     "from the keyboard)."
 )
-POOL = ("batch", "layer", "instance", "group", "rms", "custom")
+POOL = EVERY_METHOD
 
 
 def make(seed: int) -> Exercise:

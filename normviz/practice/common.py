@@ -23,6 +23,7 @@ from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
 
 FORMS = ("cells", "choice", "numbers")
+EVERY_METHOD = tuple(METHODS)  # the five layers and custom axes, in registry order
 MAX_ANSWER_CHARS = 2000  # a longer answer string is refused before it is parsed
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from normviz.practice.common import Exercise, interesting_case, pick, rng_for
+from normviz.practice.common import EVERY_METHOD, Exercise, interesting_case, pick, rng_for
 from normviz.practice.show import contract_words, section
 
 SLUG = "count"
@@ -13,7 +13,7 @@ INTRO = (
     "How many statistics does the layer compute for this tensor, and how many values feed "
     "each one? (A statistic is one μ and σ² pair; RMSNorm's is one mean square.)"
 )
-POOL = ("batch", "layer", "instance", "group", "rms", "custom")
+POOL = EVERY_METHOD
 FIELDS = ("statistics", "values per statistic")
 
 

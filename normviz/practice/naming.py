@@ -10,7 +10,7 @@ from __future__ import annotations
 from normviz.core import group_ids
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS, STANDARD_METHODS
-from normviz.practice.common import Case, Exercise, interesting_case, pick, rng_for
+from normviz.practice.common import EVERY_METHOD, Case, Exercise, interesting_case, pick, rng_for
 from normviz.practice.show import contract_words, same_partition, section
 
 SLUG = "name"
@@ -19,7 +19,7 @@ INTRO = (
     "Each colour is one statistic group: the cells that share one μ and σ² (colours "
     "repeat when there are many groups). Which layer computes these groups?"
 )
-POOL = ("batch", "layer", "instance", "group", "rms", "custom")
+POOL = EVERY_METHOD
 NONE = "none"
 OPTIONS = (*((k, METHODS[k].label) for k in STANDARD_METHODS), (NONE, "none of these"))
 

@@ -41,6 +41,20 @@ def _module(case: Case) -> str:
     return ctor.format(**sizes, G=case.groups, eps="1e-05").replace(", eps=1e-05", "")
 
 
+def _choice(seed: int, ctor: str, mode: str, question: str, answer: str, why: str) -> Exercise:
+    """A question about one call: build the module, set its mode, call it."""
+    return Exercise(
+        kind=SLUG,
+        seed=seed,
+        prompt=f"`norm = {ctor}` then `{mode}` then {question}",
+        form="choice",
+        truth=(answer,),
+        explanation=(why,),
+        link=LINK,
+        options=STAT_OPTIONS if answer in dict(STAT_OPTIONS) else YES_NO,
+    )
+
+
 def _stats(rng: random.Random, seed: int) -> Exercise:
     method = "batch" if rng.random() < 0.6 else rng.choice(STANDARD_METHODS[1:])
     layout = rng.choice(tuple(LAYOUTS))
@@ -62,17 +76,8 @@ def _stats(rng: random.Random, seed: int) -> Exercise:
         why = "With track_running_stats=False BatchNorm stores none, so it uses the batch's."
     else:
         why = f"{METHODS[method].label} computes the same statistics in training and evaluation."
-    return Exercise(
-        kind=SLUG,
-        seed=seed,
-        prompt=f"`norm = {ctor}` then `{mode}` then `y = norm(x)` with x of shape "
-        f"{case.shape_text}. Which statistics normalize x?",
-        form="choice",
-        truth=("running" if uses_running else "input",),
-        explanation=(why,),
-        link=LINK,
-        options=STAT_OPTIONS,
-    )
+    prompt = f"`y = norm(x)` with x of shape {case.shape_text}. Which statistics normalize x?"
+    return _choice(seed, ctor, mode, prompt, "running" if uses_running else "input", why)
 
 
 def will_run(case: Case, training: bool) -> tuple[bool, str]:
@@ -104,17 +109,8 @@ def _one(rng: random.Random, seed: int) -> Exercise:
     training = rng.random() < 0.7
     ok, why = will_run(case, training)
     mode = "norm.train()" if training else "norm.eval()"
-    return Exercise(
-        kind=SLUG,
-        seed=seed,
-        prompt=f"`norm = {_module(case)}` then `{mode}` then `norm(x)` with a single "
-        f"sample x of shape {case.shape_text}. Does the call run?",
-        form="choice",
-        truth=("yes" if ok else "no",),
-        explanation=(why,),
-        link=LINK,
-        options=YES_NO,
-    )
+    prompt = f"`norm(x)` with a single sample x of shape {case.shape_text}. Does the call run?"
+    return _choice(seed, _module(case), mode, prompt, "yes" if ok else "no", why)
 
 
 def running_means(means: list[float], convention: str, momentum: float | None) -> list[float]:
