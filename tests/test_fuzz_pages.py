@@ -63,6 +63,8 @@ def _junk(p: Param) -> st.SearchStrategy[str]:
         TEXT.map(lambda t: "🙂" + t),
     ]
     d = p.default
+    if isinstance(d, str) and p.choices is None:  # free text (a class code): only its length
+        return st.one_of(always[1], always[2])  # (the page itself judges the text)
     if p.multi:  # a comma list of choices, empty for none: blank text is a usable value
         always = [a.filter(lambda v: v.strip() != "") for a in always]
         extra = [st.sampled_from(["batchnorm", "online,,same", ",", "online;same", "SHIFT"])]
@@ -90,6 +92,8 @@ def _junk(p: Param) -> st.SearchStrategy[str]:
 def _good(p: Param) -> st.SearchStrategy[str]:
     """Values `p` can use (sizes kept small, so a run stays quick; the maximum appears too)."""
     d = p.default
+    if isinstance(d, str) and p.choices is None:  # free text: anything short enough
+        return TEXT
     if isinstance(d, bool):
         return st.sampled_from(["1", "0", "true", "false", "on", "off", "YES"])
     if p.multi:  # any subset, in any order, spaces allowed after the commas

@@ -72,6 +72,14 @@ PAGES: tuple[PageInfo, ...] = (
         "a decision guide and an audit of real models",
         "normviz.choose",
     ),
+    PageInfo(
+        "practice",
+        "Practice",
+        ":material/quiz:",
+        "Practice",
+        "exercises graded by the app, and a live class for the teacher",
+        "normviz.practice",
+    ),
 )
 
 

@@ -1,0 +1,33 @@
+"""The live class's database: classes, their current question, anonymous answers.
+
+`store.py` holds the API (`Classroom`: open, get, submit, counts, reveal, next,
+close), `db.py` the tables and the engine (SQLAlchemy Core; SQLite by default,
+any URL from NORMVIZ_DB_URL). Pure Python: no Streamlit here.
+"""
+
+from __future__ import annotations
+
+from normviz.classroom.db import DEFAULT_PATH, ENV, default_url, make_engine
+from normviz.classroom.store import (
+    ClassError,
+    ClassInfo,
+    Classroom,
+    Limits,
+    Opened,
+    new_student_id,
+    normalize_code,
+)
+
+__all__ = [
+    "DEFAULT_PATH",
+    "ENV",
+    "ClassError",
+    "ClassInfo",
+    "Classroom",
+    "Limits",
+    "Opened",
+    "default_url",
+    "make_engine",
+    "new_student_id",
+    "normalize_code",
+]

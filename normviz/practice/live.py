@@ -1,0 +1,32 @@
+"""The words of the live class (the page's teacher and student views), in one place."""
+
+from __future__ import annotations
+
+POLL_S = 2.0  # seconds between the live views' database reads
+TEACH = (
+    "Start a class on the exercise shown: you get a code and a link. Students who open the "
+    "link answer the same question; you see their answers arrive, reveal the answer to "
+    "everyone, then move the class on. Answers are anonymous."
+)
+TEACHER_KEY = (
+    "Your teacher key resumes this view from another browser or after a server restart. "
+    "Keep it to yourself: it is shown once."
+)
+STUDENT = "You are in a live class: answer, and wait for your teacher to reveal the answer."
+SENT = "Your answer is in. You may change it until the teacher reveals the answer."
+NOT_ANSWERED = "You did not answer this question."
+WAITING = "Answers arrive here as students send them (updated every few seconds)."
+NEXT_HELP = "The class moves on to a new exercise of the kind chosen above."
+END_HELP = "The code stops working and the class's answers are deleted."
+
+
+def share_link(base: str, code: str) -> str:
+    """The link students open: the page's URL with only the class code."""
+    return f"{base.rstrip('/')}/practice?class={code}"
+
+
+def score_text(correct: int, answered: int) -> str:
+    """ "3 of 5 right (60 %)", or the invitation before the first answer."""
+    if not answered:
+        return "No answers checked yet in this session."
+    return f"{correct} of {answered} right ({round(100 * correct / answered)} %) in this session."

@@ -1,0 +1,140 @@
+"""Practice: exercises graded by the app, and a live class that answers together."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from normviz import practice
+from normviz.classroom import ClassInfo
+from normviz.practice import Exercise, live
+from ui import practice as ui
+from ui import state
+
+PAGE = "practice"  # the URL path; its knobs are practice.KNOBS (ui.params.PAGE_PARAMS[PAGE])
+LABELS = {s.slug: s.label for s in practice.SECTIONS}
+
+
+def question(ex: Exercise) -> None:
+    """The exercise's heading, intro and prompt."""
+    s = practice.by_slug(practice.SECTIONS, ex.kind)
+    st.subheader(s.label)
+    st.markdown(s.intro)
+    st.markdown(ex.prompt)
+
+
+def solo(kind: str, seed: int) -> None:
+    """One exercise: answer, check, read why, next."""
+    ex = ui.exercise(kind, seed)
+    if ex is None:
+        return
+    tag = f"{kind}-{seed}"
+    done = ui.checked(tag)
+    verdict = practice.grade(ex, done[0]) if done else None
+    question(ex)
+    ui.grid(ex, tag, verdict, done[0] if done else None)
+    ui.table(ex)
+    answer = ui.answer_input(ex, tag, disabled=done is not None)
+    if done is None:
+        if st.button("Check", key="pr_check", type="primary", disabled=answer is None):
+            ui.check(ex, tag, answer)
+            st.rerun()
+    else:
+        ui.feedback(ex, verdict)
+    st.button(
+        "Next exercise",
+        key="pr_next",
+        icon=":material/arrow_forward:",
+        on_click=ui.next_seed,
+        args=(seed,),
+    )
+    st.caption(ui.score())
+    ui.teach_form(kind, seed)
+
+
+def teacher(info: ClassInfo) -> None:
+    """The teacher's view: the code and link, the question, the answers live, the controls."""
+    ex = ui.exercise(info.kind, info.seed)
+    if ex is None:
+        return
+    ui.class_header(info)
+    question(ex)
+    shown = ",".join(ex.truth) if info.revealed and ex.form == "cells" else ""
+    ui.grid(ex, f"t-{info.code}-{info.question}", None, shown)
+    ui.table(ex)
+    if info.revealed:
+        ui.feedback(ex, None)
+    ui.tally(ex, info.code)
+    c1, c2, c3 = st.columns(3)
+    c1.button(
+        "Reveal the answer",
+        key="pr_reveal",
+        type="primary",
+        disabled=info.revealed,
+        on_click=ui.teacher_action,
+        args=("reveal", info.code),
+    )
+    nxt = c2.selectbox(
+        "Next exercise",
+        list(LABELS),
+        format_func=LABELS.__getitem__,
+        index=list(LABELS).index(info.kind),
+        key="pr_next_kind",
+    )
+    c2.button(
+        "Next question",
+        key="pr_push",
+        help=live.NEXT_HELP,
+        on_click=ui.teacher_action,
+        args=("next", info.code, nxt, info.seed + 1),
+    )
+    c3.button(
+        "End the class",
+        key="pr_end",
+        help=live.END_HELP,
+        on_click=ui.teacher_action,
+        args=("end", info.code),
+    )
+
+
+def student(info: ClassInfo) -> None:
+    """A student's view: the class's question, send an answer, see the reveal."""
+    ex = ui.exercise(info.kind, info.seed)
+    if ex is None:
+        return
+    st.info(live.STUDENT, icon=":material/groups:")
+    tag = f"{info.code}-{info.question}"
+    mine = ui.room().answer_of(info.code, info.question, ui.student_id())
+    st.caption(f"Question {info.question}")
+    question(ex)
+    if info.revealed:
+        verdict = practice.grade(ex, mine) if mine else None
+        ui.grid(ex, tag, verdict, mine or "")
+        ui.table(ex)
+        if mine is None:
+            st.warning(live.NOT_ANSWERED, icon=":material/schedule:")
+        ui.feedback(ex, verdict)
+    else:
+        ui.grid(ex, tag, None)
+        ui.table(ex)
+        answer = ui.answer_input(ex, tag)
+        if st.button("Send my answer", key="pr_submit", type="primary", disabled=answer is None):
+            mine = ui.submit(info, ex, answer) or mine
+        if mine is not None:
+            st.success(live.SENT, icon=":material/send:")
+    ui.poll(info.code, (info.question, info.revealed))
+
+
+state.settings()  # runs this page through app.py on a first visit (shared sidebar)
+st.title("Practice")
+knobs = ui.params()
+ui.errors()
+info = ui.join(str(knobs["class"]))
+if info is None:
+    kind = state.widget(
+        st.radio, "kind", "Exercise", PAGE, horizontal=True, format_func=LABELS.__getitem__
+    )
+    solo(kind, state.settings().seed)
+elif ui.teacher_key(info.code):
+    teacher(info)
+else:
+    student(info)

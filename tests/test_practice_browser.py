@@ -1,0 +1,241 @@
+"""Practice in Chromium: clicking cells, a teacher with 10 students, two servers sharing one
+SQLite file, and a restart that keeps a class's answers.
+
+Each test starts its own server(s) with NORMVIZ_DB_URL pointing at a fresh SQLite
+file, and drives every person in a separate browser context with Playwright's
+async API (in its own thread, as tests/test_classroom.py does).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from conftest import CHROMIUM, CHROMIUM_ARGS, SHOTS, serve
+
+from benchmarks.common import DONE_JS
+from normviz import practice
+
+pytestmark = pytest.mark.browser
+TIMEOUT = 240_000  # ms: 11 sessions share two busy cores
+STUDENTS = 10
+KIND = "choose"
+
+
+def _run(coro):  # type: ignore[no-untyped-def]
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+async def _done(p) -> None:
+    await p.wait_for_timeout(300)
+    await p.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
+
+
+async def _problems(p) -> list[str]:
+    out = ["exception element"] if await p.locator("[data-testid=stException]").count() else []
+    body = await p.inner_text("body")
+    return out + [w for w in ("Traceback", "internal error") if w in body]
+
+
+@contextlib.asynccontextmanager
+async def _browser():
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as pw:
+        b = await pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            await b.close()
+
+
+async def _open(b, url: str, width: int = 1280):  # type: ignore[no-untyped-def]
+    ctx = await b.new_context(viewport={"width": width, "height": 1000})
+    p = await ctx.new_page()
+    p.set_default_timeout(TIMEOUT)
+    await p.goto(url)
+    await _done(p)
+    return p
+
+
+async def _start_class(p) -> tuple[str, str]:
+    """In a solo view: open the teaching fold, start a class; returns (code, teacher key)."""
+    await p.get_by_text("Teach a live class").click()
+    await p.locator(".st-key-pr_start button").click()
+    await p.locator(".st-key-pr_key_box code").wait_for()
+    await _done(p)
+    code = (await p.locator("[data-testid=stMetricValue]").first.inner_text()).strip()
+    key = (await p.locator(".st-key-pr_key_box code").inner_text()).strip()
+    return code, key
+
+
+async def _answer(p, code: str, label: str) -> None:
+    """A student picks the option `label` and sends it."""
+    await p.locator(f".st-key-pr_choice_{code}-1").get_by_text(label, exact=True).click()
+    await _done(p)
+    await p.locator(".st-key-pr_submit button").click()
+    await p.get_by_text("Your answer is in").wait_for()
+
+
+async def _tally(p) -> dict[str, int]:
+    rows = await p.evaluate(
+        """() => [...document.querySelectorAll('[data-testid=stTable] tbody tr')]
+                 .map(r => [...r.children].map(c => c.innerText.trim()))"""
+    )
+    return {r[0]: int(r[1]) for r in rows}
+
+
+async def _until_tally(p, want: dict[str, int]) -> dict[str, int]:
+    """Wait for the teacher's live view (it polls) to show exactly `want`."""
+    for _ in range(TIMEOUT // 1000):
+        got = await _tally(p)
+        if got == want:
+            return got
+        await p.wait_for_timeout(1000)
+    return await _tally(p)
+
+
+def _plan() -> tuple[practice.Exercise, list[str]]:
+    """The class's exercise, and each student's answer (a spread over the options)."""
+    ex = practice.exercise(KIND, 0)
+    right = dict(ex.options)[ex.truth[0]]
+    labels = [right, *(label for _, label in ex.options if label != right)]
+    return ex, [labels[i % 3] for i in range(STUDENTS)]
+
+
+# ---- a teacher and 10 students --------------------------------------------------------------
+
+
+async def _class(url: str) -> dict:
+    _ex, answers = _plan()
+    async with _browser() as b:
+        teacher = await _open(b, f"{url}/practice?kind={KIND}", width=1400)
+        code, _key = await _start_class(teacher)
+        students = await asyncio.gather(
+            *(_open(b, f"{url}/practice?class={code}") for _ in range(STUDENTS))
+        )
+        await asyncio.gather(*(_answer(p, code, a) for p, a in zip(students, answers, strict=True)))
+        seen = await _until_tally(teacher, dict(Counter(answers)))
+        await teacher.locator(".st-key-pr_reveal button").click()
+        # every student's page polls and reruns on the reveal
+        await asyncio.gather(
+            *(p.get_by_text("Answer:").first.wait_for(timeout=TIMEOUT) for p in students)
+        )
+        verdicts = [await p.locator("[data-testid=stAlert]").all_inner_texts() for p in students]
+        await _done(teacher)
+        await teacher.screenshot(path=str(SHOTS / "practice-class.png"))
+        problems = await asyncio.gather(*(_problems(p) for p in [teacher, *students]))
+    return {"seen": seen, "verdicts": verdicts, "problems": problems, "code": code}
+
+
+def test_a_teacher_and_ten_students(tmp_path) -> None:
+    ex, answers = _plan()
+    with serve({"NORMVIZ_DB_URL": f"sqlite:///{tmp_path / 'classes.db'}"}) as url:
+        out = _run(_class(url))
+    assert out["seen"] == dict(Counter(answers))  # exactly the submitted answers
+    right = dict(ex.options)[ex.truth[0]]
+    for answer, alerts in zip(answers, out["verdicts"], strict=True):
+        text = " ".join(alerts)
+        assert ("Correct" in text) == (answer == right), (answer, text)
+    assert not any(out["problems"]), out["problems"]
+
+
+# ---- two servers, one SQLite file, and a restart ----------------------------------------------
+
+
+async def _two_servers(url_a: str, url_b: str) -> dict:
+    _ex, answers = _plan()
+    async with _browser() as b:
+        teacher = await _open(b, f"{url_a}/practice?kind={KIND}", width=1400)
+        code, key = await _start_class(teacher)
+        students = [await _open(b, f"{u}/practice?class={code}") for u in (url_b, url_a, url_b)]
+        for p, a in zip(students, answers, strict=False):
+            await _answer(p, code, a)
+        seen = await _until_tally(teacher, dict(Counter(answers[:3])))
+        problems = await asyncio.gather(*(_problems(p) for p in [teacher, *students]))
+    return {"seen": seen, "code": code, "key": key, "problems": problems}
+
+
+async def _resume(url: str, code: str, key: str) -> dict:
+    async with _browser() as b:
+        p = await _open(b, f"{url}/practice", width=1400)
+        await p.get_by_text("Teach a live class").click()
+        for name, value in (("code", code), ("key", key)):
+            box = p.locator(f".st-key-pr_resume_{name} input")
+            await box.fill(value)
+            await box.press("Enter")
+            await _done(p)
+        await p.locator(".st-key-pr_resume button").click()
+        await p.get_by_text("Live class, question 1").wait_for()
+        await _done(p)
+        return {"seen": await _until_tally(p, _expected_three()), "problems": await _problems(p)}
+
+
+def _expected_three() -> dict[str, int]:
+    return dict(Counter(_plan()[1][:3]))
+
+
+def test_two_servers_share_a_class_and_a_restart_keeps_it(tmp_path) -> None:
+    env = {"NORMVIZ_DB_URL": f"sqlite:///{tmp_path / 'classes.db'}"}
+    with serve(env) as url_a, serve(env) as url_b:
+        out = _run(_two_servers(url_a, url_b))
+    assert out["seen"] == _expected_three()
+    assert not any(out["problems"]), out["problems"]
+    with serve(env) as url_c:  # both servers are gone: a fresh process, the same file
+        again = _run(_resume(url_c, out["code"], out["key"]))
+    assert again["seen"] == _expected_three()
+    assert not again["problems"]
+
+
+# ---- clicking cells ---------------------------------------------------------------------------
+
+
+async def _clicks(url: str) -> dict:
+    ex = practice.exercise("cells", 0)
+    n_rows = ex.case.shape[0] * ex.case.shape[1]
+    n_cols = ex.n_cells // n_rows
+    names = practice.cell_names(ex.case)
+    group = [int(i) for i in ex.truth]
+    async with _browser() as b:
+        p = await _open(b, f"{url}/practice?kind=cells", width=1400)
+
+        async def click(i: int) -> None:
+            box = await p.locator("[data-testid=stPlotlyChart] .nsewdrag").first.bounding_box()
+            row, col = divmod(i, n_cols)
+            await p.mouse.click(
+                box["x"] + (col + 0.5) * box["width"] / n_cols,
+                box["y"] + (row + 0.5) * box["height"] / n_rows,
+            )
+            await _done(p)
+
+        outside = next(i for i in range(ex.n_cells) if i not in group)
+        for i in [outside, *group[:-1], outside]:  # the second click drops `outside` again
+            await click(i)
+        picked = await p.locator(".st-key-pr_cells_cells-0").inner_text()
+        await p.locator(".st-key-pr_check button").click()
+        await p.get_by_text("Answer:").wait_for()
+        await _done(p)
+        await p.wait_for_timeout(1500)  # plotly draws its SVG after the run
+        await p.get_by_text("Which cells share").evaluate("e => e.scrollIntoView()")
+        await p.screenshot(path=str(SHOTS / "practice.png"))
+        alerts = await p.locator("[data-testid=stAlert]").all_inner_texts()
+        problems = await _problems(p)
+    return {"picked": picked, "alerts": alerts, "problems": problems, "names": names}
+
+
+def test_clicking_cells_picks_and_grades_them(tmp_path) -> None:
+    ex = practice.exercise("cells", 0)
+    marked = practice.cell_name(ex.case.layout, ex.marked)
+    with serve({"NORMVIZ_DB_URL": f"sqlite:///{tmp_path / 'classes.db'}"}) as url:
+        out = _run(_clicks(url))
+    group = [out["names"][int(i)] for i in ex.truth]
+    shown = [n for n in out["names"] if n in out["picked"]]
+    assert shown == group[:-1]
+    missed = 0 if group[-1] == marked else 1
+    want = "Correct" if not missed else "Not quite: 1 missed."
+    assert any(want in a for a in out["alerts"]), out["alerts"]
+    assert not out["problems"]

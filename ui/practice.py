@@ -1,0 +1,360 @@
+"""The Practice page's interaction: answer widgets, feedback, the score, the live class.
+
+Grading, generation and words live in normviz.practice; the database in
+normviz.classroom. Here: which widget takes which answer form, what a click on the
+grid does, what the session remembers, and the two polling views of a live class.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from normviz import practice
+from normviz.classroom import ClassError, ClassInfo, Classroom, default_url, new_student_id
+from normviz.practice import Exercise, Verdict, live
+from ui import runner, state
+from ui.safe import md_text
+
+PAGE = "practice"
+_DONE = "pr_done"  # tag -> (answer, correct): this session's checked answers
+_TEACHING = "pr_teaching"  # class code -> teacher key, for the classes this session runs
+_STUDENT = "pr_student"  # this session's anonymous id
+
+
+@st.cache_resource(show_spinner=False)
+def _room(url: str) -> Classroom:
+    return Classroom(url)
+
+
+def room() -> Classroom:
+    """The live classes' database (NORMVIZ_DB_URL, else the SQLite file)."""
+    return _room(default_url())
+
+
+def params() -> dict[str, Any]:
+    """The page's URL values. A class link carries only `class`: the exercise comes from
+    the class, so the missing `kind` is not worth a warning."""
+    if "class" in st.query_params and "kind" not in st.query_params:
+        st.session_state.setdefault("kind", practice.KNOBS[0].default)
+    if "class" not in st.query_params:  # joining a class is the exception, not a setting
+        st.session_state.setdefault("class", "")
+    return state.page_params(PAGE)
+
+
+def exercise(kind: str, seed: int) -> Exercise | None:
+    """The exercise (cached by the runner), or None after showing why it cannot run."""
+    section = practice.by_slug(practice.SECTIONS, kind)
+    return runner.result(PAGE, section, practice.Setup(seed), {})
+
+
+# ---- the grid -----------------------------------------------------------------------------
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _grid(
+    kind: str,
+    seed: int,
+    picked: tuple[int, ...],
+    marks: tuple[tuple[int, ...], tuple[int, ...]] | None,
+    presenter: bool,
+) -> go.Figure:
+    """The grid, keyed on plain values: the picked cells, and the missed and extra ones."""
+    verdict = Verdict(False, "", *marks) if marks is not None else None
+    return practice.make_grid_figure(practice.exercise(kind, seed), picked, verdict, presenter)
+
+
+def _names(ex: Exercise) -> list[str]:
+    assert ex.case is not None
+    return list(practice.cell_names(ex.case))
+
+
+def _on_pick(key: str, chart: str, names: Sequence[str]) -> None:
+    """A click or box on the grid: add the cells, or drop them when all were picked."""
+    event = st.session_state.get(chart) or {}
+    points = (event.get("selection") or {}).get("points") or []
+    idx = {p.get("customdata") for p in points if isinstance(p, dict)}
+    hit = [names[i] for i in sorted(i for i in idx if isinstance(i, int) and 0 <= i < len(names))]
+    if not hit:
+        return
+    now = list(st.session_state.get(key, []))
+    if all(n in now for n in hit):
+        now = [n for n in now if n not in hit]
+    else:
+        now += [n for n in hit if n not in now]
+    st.session_state[key] = [n for n in names if n in now]
+    st.session_state[key + "_n"] = st.session_state.get(key + "_n", 0) + 1  # a fresh chart
+
+
+def grid(ex: Exercise, tag: str, verdict: Verdict | None, answer: str | None = None) -> None:
+    """The exercise's grid: clickable while a cells answer is open, else for looking."""
+    if ex.case is None:
+        return
+    key = f"pr_cells_{tag}"
+    picked: tuple[int, ...] = ()
+    if ex.form == "cells":
+        names = _names(ex)
+        chosen = answer.split(",") if answer else None
+        picked = (
+            tuple(int(i) for i in chosen if i)
+            if chosen is not None
+            else tuple(names.index(n) for n in st.session_state.get(key, []))
+        )
+    marks = (verdict.missed, verdict.extra) if verdict is not None else None
+    fig = _grid(ex.kind, ex.seed, picked, marks, state.presenter())
+    if ex.form != "cells" or verdict is not None or answer is not None:
+        st.plotly_chart(fig, key=f"pr_grid_{tag}", theme=None, width="content")
+        return
+    chart = f"{key}_chart{st.session_state.get(key + '_n', 0)}"
+    st.plotly_chart(
+        fig,
+        key=chart,
+        theme=None,
+        width="content",
+        on_select=functools.partial(_on_pick, key, chart, names),
+        selection_mode=("points", "box"),
+        config={"displaylogo": False},
+    )
+
+
+# ---- answers --------------------------------------------------------------------------------
+
+
+def answer_input(ex: Exercise, tag: str, disabled: bool = False) -> str | None:
+    """The widget(s) for the exercise's answer form; the answer string, or None if unset."""
+    if ex.form == "cells":
+        names = _names(ex)
+        got = st.multiselect(
+            "Picked cells (or type a cell's name)",
+            names,
+            key=f"pr_cells_{tag}",
+            disabled=disabled,
+            placeholder="click cells in the grid, or type e.g. " + names[-1],
+        )
+        return ",".join(str(names.index(n)) for n in got)
+    if ex.form == "choice":
+        labels = dict(ex.options)
+        return st.radio(
+            "Your answer",
+            list(labels),
+            index=None,
+            format_func=labels.__getitem__,
+            key=f"pr_choice_{tag}",
+            disabled=disabled,
+        )
+    cols = st.columns(len(ex.fields))
+    nums = []
+    for col, field, tol in zip(cols, ex.fields, ex.tolerance, strict=True):
+        whole = tol == 0
+        nums.append(
+            col.number_input(
+                field.capitalize(),
+                value=None,
+                step=1 if whole else 0.01,
+                format=None if whole else "%.3f",
+                key=f"pr_num_{tag}_{field}",
+                disabled=disabled,
+            )
+        )
+    return None if any(v is None for v in nums) else ";".join(str(v) for v in nums)
+
+
+def feedback(ex: Exercise, verdict: Verdict | None) -> None:
+    """The grade's headline, then the explained answer and the exercise's table."""
+    if verdict is not None:
+        if verdict.correct:
+            st.success(verdict.headline, icon=":material/check_circle:")
+        else:
+            st.error(verdict.headline, icon=":material/cancel:")
+    for note in practice.notes(ex):
+        st.markdown(note)
+
+
+def table(ex: Exercise) -> None:
+    df = practice.exercise_table(ex)
+    if df is not None:
+        runner.table(df)
+
+
+def checked(tag: str) -> tuple[str, bool] | None:
+    return st.session_state.get(_DONE, {}).get(tag)
+
+
+def check(ex: Exercise, tag: str, answer: str | None) -> None:
+    """Grade `answer` once per exercise and count it in the session's score."""
+    try:
+        v = practice.grade(ex, answer)
+    except practice.AnswerError as e:
+        st.warning(f"That answer cannot be read: {md_text(e)}.", icon=":material/warning:")
+        return
+    st.session_state.setdefault(_DONE, {}).setdefault(tag, (answer, v.correct))
+
+
+def score() -> str:
+    done = st.session_state.get(_DONE, {}).values()
+    return live.score_text(sum(ok for _, ok in done), len(done))
+
+
+def next_seed(seed: int) -> None:
+    """Callback of "next": the shared seed moves on (before the sidebar is drawn)."""
+    st.session_state["seed"] = seed + 1
+
+
+# ---- live class ------------------------------------------------------------------------------
+
+
+def student_id() -> str:
+    if _STUDENT not in st.session_state:
+        st.session_state[_STUDENT] = new_student_id()
+    return st.session_state[_STUDENT]
+
+
+def submit(info: ClassInfo, ex: Exercise, answer: str | None) -> str | None:
+    """Send this session's answer to the class; the stored answer, or None after a message."""
+    try:
+        key = practice.parse_answer(ex, answer)
+        room().submit(info.code, info.question, student_id(), key)
+    except (ClassError, practice.AnswerError) as e:
+        st.error(md_text(e, limit=300), icon=":material/block:")
+        return None
+    return key
+
+
+def teacher_key(code: str) -> str | None:
+    return st.session_state.get(_TEACHING, {}).get(code)
+
+
+def join(code: str) -> ClassInfo | None:
+    """The class a link or this session names, or None (after a clear message)."""
+    if not code:
+        return None
+    try:
+        return room().get(code)
+    except ClassError as e:
+        st.error(md_text(e, limit=300), icon=":material/block:")
+        st.session_state["class"] = ""
+        return None
+
+
+def start(kind: str, seed: int) -> None:
+    """Callback: open a class on this exercise; this session becomes its teacher."""
+    try:
+        opened = room().open(kind, seed)
+    except ClassError as e:
+        st.session_state["pr_error"] = str(e)
+        return
+    st.session_state.setdefault(_TEACHING, {})[opened.info.code] = opened.teacher_key
+    st.session_state["pr_new_key"] = opened.teacher_key
+    st.session_state["class"] = opened.info.code
+
+
+def resume(code_key: str, teacher_key_key: str) -> None:
+    """Callback: take up a class's teacher view again with its code and teacher key."""
+    code, key = st.session_state.get(code_key, ""), st.session_state.get(teacher_key_key, "")
+    try:
+        info = room().teach(code, key)
+    except ClassError as e:
+        st.session_state["pr_error"] = str(e)
+        return
+    st.session_state.setdefault(_TEACHING, {})[info.code] = key
+    st.session_state["class"] = info.code
+
+
+def teacher_action(action: str, code: str, kind: str = "", seed: int = 0) -> None:
+    """Callback of the teacher's buttons: reveal, next question, end the class."""
+    key = teacher_key(code) or ""
+    try:
+        if action == "reveal":
+            room().reveal(code, key)
+        elif action == "next":  # the kind as picked now (args are from the last run)
+            room().next(code, key, st.session_state.get("pr_next_kind", kind), seed)
+        else:
+            room().close(code, key)
+            st.session_state["class"] = ""
+    except ClassError as e:
+        st.session_state["pr_error"] = str(e)
+
+
+def teach_form(kind: str, seed: int) -> None:
+    """Start a class on this exercise, or resume one with its code and teacher key."""
+    with st.expander("Teach a live class", icon=":material/groups:"):
+        st.markdown(live.TEACH)
+        st.button(
+            "Start a class with this exercise", key="pr_start", on_click=start, args=(kind, seed)
+        )
+        c1, c2 = st.columns(2)
+        c1.text_input("Class code", key="pr_resume_code", max_chars=16)
+        c2.text_input("Teacher key", key="pr_resume_key", type="password", max_chars=64)
+        st.button(
+            "Resume teaching",
+            key="pr_resume",
+            on_click=resume,
+            args=("pr_resume_code", "pr_resume_key"),
+        )
+
+
+def errors() -> None:
+    """A message left by a callback (class limits, a wrong key), shown once."""
+    msg = st.session_state.pop("pr_error", None)
+    if msg:
+        st.error(md_text(msg, limit=300), icon=":material/block:")
+
+
+def link(code: str) -> str:
+    url = (st.context.url or "").split("?")[0]
+    base = url.rsplit("/practice", 1)[0] if "/practice" in url else url
+    return live.share_link(base, code)
+
+
+def class_header(info: ClassInfo) -> None:
+    """The teacher's heading: the question number, the code, the link, the new key once."""
+    st.subheader(f"Live class, question {info.question}")
+    c1, c2 = st.columns([1, 2])
+    c1.metric("Class code", info.code)
+    with c2.container(key="pr_link_box"):
+        st.code(link(info.code), language=None)
+    new_key = st.session_state.pop("pr_new_key", None)
+    if new_key:
+        st.info(live.TEACHER_KEY, icon=":material/key:")
+        with st.container(key="pr_key_box"):
+            st.code(new_key, language=None)
+
+
+@st.fragment(run_every=live.POLL_S)
+def tally(ex: Exercise, code: str) -> None:
+    """The teacher's view of the answers, read again every few seconds."""
+    try:
+        info = room().teach(code, teacher_key(code) or "")
+        counts = room().counts(code, teacher_key(code) or "")
+    except ClassError as e:
+        st.error(md_text(e, limit=300), icon=":material/block:")
+        return
+    rows = practice.tally(ex, counts)
+    st.caption(live.WAITING)
+    fig = practice.make_tally_figure(rows, info.revealed, state.presenter())
+    st.plotly_chart(fig, key="pr_tally", theme=None)
+    if rows:
+        df = pd.DataFrame(
+            [(r.label, r.count, "✔" if r.correct else "") for r in rows],
+            columns=["answer", "students", "right" if info.revealed else ""],
+        )
+        if not info.revealed:
+            df = df.iloc[:, :2]
+        st.table(df.set_index("answer"))
+
+
+@st.fragment(run_every=live.POLL_S)
+def poll(code: str, shown: tuple[int, bool]) -> None:
+    """A student's view: rerun the page when the teacher reveals or moves on."""
+    try:
+        info = room().get(code)
+    except ClassError:
+        st.rerun()
+        return
+    if (info.question, info.revealed) != shown:
+        st.rerun()
