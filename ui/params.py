@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from normviz import choose, distributions
+from normviz import choose, distributions, training
 from normviz.core import Contract, NormConfigError, contract, parse_axes
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.knobs import Knob, Value
@@ -311,6 +311,7 @@ PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
         Param("tr_steps", 80, lo=10, hi=200),
     ),
     "choose": choose.KNOBS,
+    "training": training.KNOBS,
     "axes": (
         Param("partition", False),
         Param("split_hw", False),

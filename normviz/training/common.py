@@ -42,7 +42,7 @@ def label(norm: str, ghost: int = 0) -> str:
 
 
 def pools(norms: Sequence[str], net: Net) -> str:
-    """"BatchNorm pools B; LayerNorm pools C": the axes each layer's statistics pool."""
+    """ "BatchNorm pools B; LayerNorm pools C": the axes each layer's statistics pool."""
     parts = [f"{NORM_LABELS[n]} pools {pooled(n, net)}" for n in norms if n != "none"]
     return "; ".join(parts)
 

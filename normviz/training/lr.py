@@ -16,7 +16,17 @@ import plotly.graph_objects as go
 
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
-from normviz.training.common import SEEDS, Setup, add_line, colour, finish, label, pct, pools, verdict
+from normviz.training.common import (
+    SEEDS,
+    Setup,
+    add_line,
+    colour,
+    finish,
+    label,
+    pct,
+    pools,
+    verdict,
+)
 from normviz.training.models import MLP_NORMS, NORM_LABELS, Net, pooled
 from normviz.training.train import Grid, train
 from normviz.training.wide import Variant
@@ -39,7 +49,13 @@ INTRO = (
 )
 
 KNOBS = (
-    Knob("lr_norms", ("none", "batch", "layer"), choices=MLP_NORMS, multi=True, label="Normalizations"),
+    Knob(
+        "lr_norms",
+        ("none", "batch", "layer"),
+        choices=MLP_NORMS,
+        multi=True,
+        label="Normalizations",
+    ),
     Knob("lr_epochs", 3, choices=(1, 2, 3, 4, 6), label="Epochs"),
     SEEDS,
 )
@@ -82,7 +98,9 @@ def figure(res: LrResult, presenter: bool) -> go.Figure:
     fig = go.Figure()
     for i, n in enumerate(res.norms):
         add_line(fig, res.lrs, 100 * res.acc[i], label(n), colour(n))
-    fig.add_hline(y=100 * TRAINS_AT, line={"dash": "dot", "color": "#444"}, annotation_text="trains")
+    fig.add_hline(
+        y=100 * TRAINS_AT, line={"dash": "dot", "color": "#444"}, annotation_text="trains"
+    )
     fig.update_xaxes(type="log", title="learning rate (SGD, momentum 0.9)")
     fig.update_yaxes(title="validation accuracy (%)", range=[0, 100])
     return finish(fig, "Validation accuracy after training, by learning rate", presenter)
@@ -121,7 +139,7 @@ def notes(res: LrResult) -> Sequence[str]:
     if ratio > 1:
         why = f"BatchNorm still trains at {bn:g}, {ratio:g}× the largest without it ({none:g})"
     else:
-        why = f"BatchNorm's largest learning rate ({bn:g}) is not above the unnormalized one ({none:g})"
+        why = f"BatchNorm's largest learning rate ({bn:g}) is not above the one without ({none:g})"
     return [*out, verdict(ratio > 1, CLAIM, why)]
 
 

@@ -10,6 +10,7 @@ their weights and must reproduce their training to float tolerance.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import torch
@@ -39,7 +40,7 @@ class Net:
         """The hidden layers in order."""
         if self.kind == "mlp":
             dims = [64] + [self.width] * self.depth
-            return tuple(Layer("linear", a, b, ()) for a, b in zip(dims, dims[1:], strict=False))
+            return tuple(Layer("linear", a, b, ()) for a, b in itertools.pairwise(dims))
         out, size, c_in = [], 8, 1
         for i in range(self.depth):
             c_out, stride = self.width * min(2, 1 + i), 1 if i == 0 else 2

@@ -48,7 +48,9 @@ def landscape(wide: Wide, x: torch.Tensor, y: torch.Tensor, etas: torch.Tensor):
                     p.copy_(b - eta[a:z].view((-1,) + (1,) * (p.dim() - 1)) * g)
             loss, g = loss_and_grad()
             losses.append(loss)
-            changes.append(_per_model(wide, [(u - v) ** 2 for u, v in zip(g, g0, strict=True)], spans).sqrt())
+            changes.append(
+                _per_model(wide, [(u - v) ** 2 for u, v in zip(g, g0, strict=True)], spans).sqrt()
+            )
     finally:
         with torch.no_grad():
             for p, b in zip(ps, base, strict=True):
@@ -59,7 +61,11 @@ def landscape(wide: Wide, x: torch.Tensor, y: torch.Tensor, etas: torch.Tensor):
 def snapshot(wide: Wide) -> list:
     """The running statistics (to restore after a re-estimation)."""
     return [
-        ([None if t is None else t.clone() for t in s.mean], [None if t is None else t.clone() for t in s.var], list(s.tracked))
+        (
+            [None if t is None else t.clone() for t in s.mean],
+            [None if t is None else t.clone() for t in s.var],
+            list(s.tracked),
+        )
         for s in wide.slices
     ]
 

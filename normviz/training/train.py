@@ -91,7 +91,10 @@ def inputs(net: Net, x: torch.Tensor) -> torch.Tensor:
 def order(grid: Grid) -> list[int]:
     """Variant positions sorted so that equal normalizations sit side by side."""
     key = {n: i for i, n in enumerate(NORMS)}
-    return sorted(range(len(grid.variants)), key=lambda i: (key[grid.variants[i].norm], grid.variants[i].ghost))
+    return sorted(
+        range(len(grid.variants)),
+        key=lambda i: (key[grid.variants[i].norm], grid.variants[i].ghost),
+    )
 
 
 def build_wide(grid: Grid) -> tuple[Wide, list[int]]:
@@ -105,7 +108,11 @@ def build_wide(grid: Grid) -> tuple[Wide, list[int]]:
 def per_model_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """(M,) mean cross-entropy of each model; logits (B, M, 10), y (B, M)."""
     B, M, _ = logits.shape
-    return F.cross_entropy(logits.reshape(-1, CLASSES), y.reshape(-1), reduction="none").view(B, M).mean(0)
+    return (
+        F.cross_entropy(logits.reshape(-1, CLASSES), y.reshape(-1), reduction="none")
+        .view(B, M)
+        .mean(0)
+    )
 
 
 def evaluate(wide: Wide, x: torch.Tensor, y: torch.Tensor, batch: int = 0):
@@ -269,7 +276,10 @@ def train_loop(grid: Grid) -> tuple[Outcome, list[nn.Sequential]]:
                 loss.backward()
                 opt.step()
             model.eval()
-            for key, (x, y) in (("v", (data.x_val, data.y_val)), ("t", (data.x_train, data.y_train))):
+            for key, (x, y) in (
+                ("v", (data.x_val, data.y_val)),
+                ("t", (data.x_train, data.y_train)),
+            ):
                 acc, lo = _score(model, inputs(grid.net, x), y)
                 res[key + "a"].append(acc)
                 res[key + "l"].append(lo)
@@ -277,7 +287,9 @@ def train_loop(grid: Grid) -> tuple[Outcome, list[nn.Sequential]]:
             models.append(model)
     arr = {k: np.array(v) for k, v in res.items()}
     empty = np.zeros((0, len(grid.variants)))
-    out = Outcome(grid.variants, arr["va"], arr["vl"], arr["ta"], arr["tl"], arr["dead"], None, (), empty)
+    out = Outcome(
+        grid.variants, arr["va"], arr["vl"], arr["ta"], arr["tl"], arr["dead"], None, (), empty
+    )
     return out, models
 
 

@@ -82,7 +82,10 @@ class Wide:
         while start < self.M:
             v = variants[start]
             stop = start
-            while stop < self.M and (variants[stop].norm, variants[stop].ghost) == (v.norm, v.ghost):
+            while stop < self.M and (variants[stop].norm, variants[stop].ghost) == (
+                v.norm,
+                v.ghost,
+            ):
                 stop += 1
             part = models[start:stop]
             norms = [[_bn(m[3 * i + 1]) for m in part] for i in range(d)]
@@ -155,7 +158,11 @@ class Wide:
         w, b = s.weight[i], s.bias[i]
         if s.norm in ("layer", "rms"):
             dims = (C, *sp)
-            y = F.layer_norm(h, dims, eps=EPS) if s.norm == "layer" else F.rms_norm(h, dims, eps=EPS)
+            y = (
+                F.layer_norm(h, dims, eps=EPS)
+                if s.norm == "layer"
+                else F.rms_norm(h, dims, eps=EPS)
+            )
             return y * w if b is None else y * w + b
         flat = h.reshape(B, m * C, *sp)
         w, b = w.reshape(-1), b.reshape(-1)
