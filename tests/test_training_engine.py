@@ -24,7 +24,7 @@ CNN = Net("cnn", width=4, depth=2, groups=2)
 def test_digits_split_is_fixed_and_stratified() -> None:
     d = digits()
     assert d.x_train.shape == (1438, 1, 8, 8) and d.x_val.shape == (359, 1, 8, 8)
-    assert 0.0 <= float(d.x_train.min()) and float(d.x_train.max()) <= 1.0
+    assert float(d.x_train.min()) >= 0.0 and float(d.x_train.max()) <= 1.0
     assert set(d.y_val.bincount().tolist()) <= {35, 36, 37}
     b = batches(3, d.n_train, 32, 3 * d.n_train)
     assert b.shape == (134, 32) and torch.equal(b, batches(3, d.n_train, 32, 3 * d.n_train))
@@ -39,7 +39,7 @@ def test_every_norm_layer_equals_normviz_for_its_contract(net: Net) -> None:
         if norm == "none":
             continue
         model = build(net, norm, seed=0)
-        layer, mod = net.layers()[0], model[1]
+        mod = model[1]
         for p in mod.parameters():  # non-trivial γ and β
             nn.init.uniform_(p, 0.5, 1.5)
         x = inputs(net, digits().x_train[:6])
@@ -70,7 +70,9 @@ def test_ghost_batchnorm_is_batchnorm_on_each_chunk() -> None:
     y = ghost(x)
     for i in range(3):
         chunk = x[4 * i : 4 * i + 4]
-        torch.testing.assert_close(y[4 * i : 4 * i + 4], normalize(chunk.unsqueeze(1), "batch", "BTC").output.squeeze(1))
+        torch.testing.assert_close(
+            y[4 * i : 4 * i + 4], normalize(chunk.unsqueeze(1), "batch", "BTC").output.squeeze(1)
+        )
     assert int(bn.num_batches_tracked) == 3
 
 
@@ -79,12 +81,20 @@ def _grid(net: Net, optimizer: str, momentum: float | None = 0.1, steps: int = 1
     variants = [Variant(n, lr * (1 + s), s) for n in net.norms() for s in (0, 1)]
     variants.append(Variant("batch", lr, 2, ghost=4))
     variants.reverse()  # out of norm order: the trainer sorts and restores the order
-    return Grid(net, tuple(variants), batch=16, samples=16 * steps, momentum=momentum, optimizer=optimizer)
+    return Grid(
+        net, tuple(variants), batch=16, samples=16 * steps, momentum=momentum, optimizer=optimizer
+    )
 
 
 @pytest.mark.parametrize(
     ("net", "optimizer", "momentum"),
-    [(MLP, "sgd", 0.1), (MLP, "sgd", None), (CNN, "sgd", 0.1), (MLP, "adam", 0.1), (CNN, "adam", None)],
+    [
+        (MLP, "sgd", 0.1),
+        (MLP, "sgd", None),
+        (CNN, "sgd", 0.1),
+        (MLP, "adam", 0.1),
+        (CNN, "adam", None),
+    ],
     ids=["mlp-sgd", "mlp-sgd-cumulative", "cnn-sgd", "mlp-adam", "cnn-adam-cumulative"],
 )
 def test_batched_training_equals_one_model_at_a_time(net: Net, optimizer: str, momentum) -> None:
@@ -114,8 +124,12 @@ def test_batched_training_equals_one_model_at_a_time(net: Net, optimizer: str, m
             bn = getattr(bn, "bn", bn)
             c = bn.num_features
             j = k - s.start
-            torch.testing.assert_close(s.mean[0][j * c : (j + 1) * c], bn.running_mean, rtol=1e-4, atol=1e-5)
-            torch.testing.assert_close(s.var[0][j * c : (j + 1) * c], bn.running_var, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(
+                s.mean[0][j * c : (j + 1) * c], bn.running_mean, rtol=1e-4, atol=1e-5
+            )
+            torch.testing.assert_close(
+                s.var[0][j * c : (j + 1) * c], bn.running_var, rtol=1e-4, atol=1e-5
+            )
 
 
 def test_a_diverging_run_stops_alone() -> None:
@@ -128,7 +142,9 @@ def test_a_diverging_run_stops_alone() -> None:
 
 
 def test_precise_statistics_equal_update_bn() -> None:
-    grid = Grid(MLP, (Variant("batch", 0.05, 0), Variant("batch", 0.1, 1)), batch=16, samples=16 * 8)
+    grid = Grid(
+        MLP, (Variant("batch", 0.05, 0), Variant("batch", 0.1, 1)), batch=16, samples=16 * 8
+    )
     _, wide, pos = train(grid)
     _, models = train_loop(grid)
     data = digits()

@@ -223,15 +223,13 @@ class _Optimizer:
             loss = torch.where(self.alive, loss, 0.0)
             dead = True
         loss.sum().backward()
-        grads = [p.grad for p in self.params]
-        if dead:  # a diverged run's NaN must not reach its optimizer state
-            grads = [g.nan_to_num(0.0, 0.0, 0.0) for g in grads]
+        grads = [p.grad for p in self.params]  # a diverged run's NaN stays in its own slice
         with torch.no_grad():
             self.t += 1
             if self.kind == "sgd":
                 torch._foreach_mul_(self.m, SGD_MOMENTUM)
                 torch._foreach_add_(self.m, grads)
-                torch._foreach_sub_(self.params, torch._foreach_mul(self.m, self.rates))
+                torch._foreach_addcmul_(self.params, self.m, self.rates, -1.0)  # p − lr·buf
             else:  # torch.optim.Adam's update, betas (0.9, 0.999), eps 1e-8
                 b1, b2 = ADAM_BETAS
                 torch._foreach_lerp_(self.m, grads, 1 - b1)

@@ -130,28 +130,55 @@ class Wide:
         training: BatchNorm uses batch statistics (else its running ones); update:
         those batch statistics also move the running ones (False for probes).
         """
-        h, M = x, self.M
+        if self.net.kind == "mlp":  # models first, (M, B, C): slices and matmuls need no copy
+            h = x.transpose(0, 1).contiguous()
+            for i in range(len(self.layers)):
+                h = torch.baddbmm(self.b[i].unsqueeze(1), h, self.w[i].transpose(1, 2))
+                h = F.relu(self._norm(i, h, training, update))
+            out = torch.baddbmm(self.head_b.unsqueeze(1), h, self.head_w.transpose(1, 2))
+            return out.transpose(0, 1)
+        h, M = x, self.M  # (B, M, C, H, W): the grouped conv's channels are (M, C)
         for i, layer in enumerate(self.layers):
             B = h.shape[0]
-            if layer.kind == "linear":
-                h = torch.einsum("bmi,moi->bmo", h, self.w[i]) + self.b[i]
-            else:
-                w = self.w[i].reshape(M * layer.c_out, layer.c_in, 3, 3)
-                flat = h.reshape(B, M * layer.c_in, *h.shape[-2:])
-                h = F.conv2d(flat, w, self.b[i].reshape(-1), layer.stride, 1, groups=M)
-                h = h.view(B, M, layer.c_out, *layer.spatial)
+            w = self.w[i].reshape(M * layer.c_out, layer.c_in, 3, 3)
+            flat = h.reshape(B, M * layer.c_in, *h.shape[-2:])
+            h = F.conv2d(flat, w, self.b[i].reshape(-1), layer.stride, 1, groups=M)
+            h = h.view(B, M, layer.c_out, *layer.spatial)
             h = F.relu(self._norm(i, h, training, update))
         h = h.reshape(h.shape[0], M, -1)
         return torch.einsum("bmi,moi->bmo", h, self.head_w) + self.head_b
 
     def _norm(self, i: int, h: torch.Tensor, training: bool, update: bool) -> torch.Tensor:
+        apply = self._mlp if self.net.kind == "mlp" else self._cnn
         if len(self.slices) == 1:
-            return self._apply(self.slices[0], i, h, training, update)
-        parts = [self._apply(s, i, h[:, s.start : s.stop], training, update) for s in self.slices]
+            return apply(self.slices[0], i, h, training, update)
+        if self.net.kind == "mlp":
+            parts = [apply(s, i, h[s.start : s.stop], training, update) for s in self.slices]
+            return torch.cat(parts, dim=0)
+        parts = [apply(s, i, h[:, s.start : s.stop], training, update) for s in self.slices]
         return torch.cat(parts, dim=1)
 
-    def _apply(self, s: _Slice, i: int, h: torch.Tensor, training: bool, update: bool):
-        """Slice `s`'s normalization on its models' activations h: (B, m, C, *spatial)."""
+    def _mlp(self, s: _Slice, i: int, h: torch.Tensor, training: bool, update: bool):
+        """Slice `s`'s normalization on its models' activations h: (m, B, C)."""
+        if s.norm == "none":
+            return h
+        m, B, C = h.shape
+        w, b = s.weight[i], s.bias[i]
+        if s.norm == "batch":  # per (model, unit) over the batch: BatchNorm1d on (B, m·C)
+            flat = h.transpose(0, 1).reshape(B, m * C)
+            y = self._batch_norm(s, i, flat, w.reshape(-1), b.reshape(-1), training, update)
+            return y.view(B, m, C).transpose(0, 1)
+        if s.norm == "layer":
+            y = F.layer_norm(h, (C,), eps=EPS)
+        elif s.norm == "rms":
+            y = F.rms_norm(h, (C,), eps=EPS)
+        else:  # group: per sample, G groups of C/G units
+            y = F.group_norm(h.reshape(m * B, C), self.net.groups, eps=EPS).view(m, B, C)
+        y = y * w.unsqueeze(1)
+        return y if b is None else y + b.unsqueeze(1)
+
+    def _cnn(self, s: _Slice, i: int, h: torch.Tensor, training: bool, update: bool):
+        """Slice `s`'s normalization on its models' activations h: (B, m, C, H, W)."""
         if s.norm == "none":
             return h
         B, m, C, *sp = h.shape
