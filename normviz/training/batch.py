@@ -21,18 +21,8 @@ from plotly.subplots import make_subplots
 
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
-from normviz.training.common import (
-    SEEDS,
-    Setup,
-    add_line,
-    colour,
-    finish,
-    label,
-    mean_sd,
-    pct,
-    pools,
-    verdict,
-)
+from normviz.training import common
+from normviz.training.common import SEEDS, Setup
 from normviz.training.models import NORM_LABELS, Net
 from normviz.training.train import Grid, train
 from normviz.training.wide import Variant
@@ -77,7 +67,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> BatchRe
     k, n = len(SIZES), len(seeds)
     bn = err[: k * n].reshape(k, n)
     flat = err[k * n :].reshape(len(NORMS) - 1, 1, n).repeat(k, axis=1)
-    return BatchResult(SIZES, np.concatenate([bn[None], flat]), pools(NORMS, NET))
+    return BatchResult(SIZES, np.concatenate([bn[None], flat]), common.pools(NORMS, NET))
 
 
 def figure(res: BatchResult, presenter: bool) -> go.Figure:
@@ -89,21 +79,25 @@ def figure(res: BatchResult, presenter: bool) -> go.Figure:
     )
     xs = list(res.sizes)
     paper = np.array([[PAPER_BN[b]] for b in xs])
-    add_line(fig, xs, paper, "BatchNorm", colour("batch"), row=1, col=1)
-    add_line(fig, xs, np.full((len(xs), 1), PAPER_GN), "GroupNorm", colour("group"), "dash", 1, 1)
+    common.add_line(fig, xs, paper, "BatchNorm", common.colour("batch"), row=1, col=1)
+    common.add_line(
+        fig, xs, np.full((len(xs), 1), PAPER_GN), "GroupNorm", common.colour("group"), "dash", 1, 1
+    )
     for i, n in enumerate(NORMS):
-        add_line(fig, xs, 100 * res.err[i], label(n), colour(n), row=1, col=2, legend=False)
+        common.add_line(
+            fig, xs, 100 * res.err[i], common.label(n), common.colour(n), row=1, col=2, legend=False
+        )
     fig.update_xaxes(
         type="log", tickvals=xs, ticktext=[str(b) for b in xs], title="images per statistic batch"
     )
     fig.update_yaxes(title="validation error (%)", row=1, col=1)
-    return finish(fig, "Validation error by the batch BatchNorm's statistics see", presenter)
+    return common.finish(fig, "Validation error by the batch BatchNorm's statistics see", presenter)
 
 
 def table(res: BatchResult) -> pd.DataFrame:
     rows = {"Wu & He BatchNorm (%)": [PAPER_BN[b] for b in res.sizes]}
     for i, n in enumerate(NORMS):
-        m, s = mean_sd(100 * res.err[i])
+        m, s = common.mean_sd(100 * res.err[i])
         rows[f"{NORM_LABELS[n]} (%)"] = m.tolist()
         rows[f"{NORM_LABELS[n]} ± sd"] = s.tolist()
     return pd.DataFrame(rows, index=pd.Index(res.sizes, name="batch b"))
@@ -116,29 +110,25 @@ def notes(res: BatchResult) -> Sequence[str]:
     holds = bn[small] > gn[small] and bn[small] > bn[big]
     if holds:
         why = (
-            f"at b = {res.sizes[small]} BatchNorm's error is {pct(bn[small])} against "
-            f"{pct(bn[big])} at b = {res.sizes[big]}, and above GroupNorm's {pct(gn[small])}"
+            f"at b = {res.sizes[small]} BatchNorm's error is {common.pct(bn[small])} against "
+            f"{common.pct(bn[big])} at b = {res.sizes[big]}, and above GroupNorm's "
+            f"{common.pct(gn[small])}"
         )
     elif bn[small] <= gn[small]:
         why = (
-            f"at b = {res.sizes[small]} BatchNorm's error ({pct(bn[small])}) is not above "
-            f"GroupNorm's ({pct(gn[small])})"
+            f"at b = {res.sizes[small]} BatchNorm's error ({common.pct(bn[small])}) is not above "
+            f"GroupNorm's ({common.pct(gn[small])})"
         )
     else:
         why = (
-            f"BatchNorm's error at b = {res.sizes[small]} ({pct(bn[small])}) is not above its "
-            f"error at b = {res.sizes[big]} ({pct(bn[big])})"
+            f"BatchNorm's error at b = {res.sizes[small]} ({common.pct(bn[small])}) is not "
+            "above its "
+            f"error at b = {res.sizes[big]} ({common.pct(bn[big])})"
         )
-    return [f"Where the statistics come from: {res.pools}.", verdict(bool(holds), CLAIM, why)]
+    return [
+        f"Where the statistics come from: {res.pools}.",
+        common.verdict(bool(holds), CLAIM, why),
+    ]
 
 
-SECTION = Section(
-    slug="batch",
-    label="Batch size",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=figure,
-    table=table,
-    notes=notes,
-)
+SECTION = Section("batch", "Batch size", INTRO, run, KNOBS, figure, table, notes)

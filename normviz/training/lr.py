@@ -16,17 +16,8 @@ import plotly.graph_objects as go
 
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
-from normviz.training.common import (
-    SEEDS,
-    Setup,
-    add_line,
-    colour,
-    finish,
-    label,
-    pct,
-    pools,
-    verdict,
-)
+from normviz.training import common
+from normviz.training.common import SEEDS, Setup
 from normviz.training.models import MLP_NORMS, NORM_LABELS, Net, pooled
 from normviz.training.train import Grid, train
 from normviz.training.wide import Variant
@@ -43,7 +34,7 @@ INTRO = (
     "Each curve is one normalization: the validation accuracy after training, against "
     "the learning rate (SGD with momentum 0.9, the same samples for every run). Every "
     "point is several seeds; the bars are their spread. A learning rate *trains* when "
-    f"every seed reaches {pct(TRAINS_AT)} validation accuracy (chance is 10 %); a run whose "
+    f"every seed reaches {common.pct(TRAINS_AT)} validation accuracy (chance is 10 %); a run whose "
     "loss overflows stops and predicts one class. The whole grid (normalizations × "
     "learning rates × seeds) trains as one batched computation."
 )
@@ -97,13 +88,13 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> LrResul
 def figure(res: LrResult, presenter: bool) -> go.Figure:
     fig = go.Figure()
     for i, n in enumerate(res.norms):
-        add_line(fig, res.lrs, 100 * res.acc[i], label(n), colour(n))
+        common.add_line(fig, res.lrs, 100 * res.acc[i], common.label(n), common.colour(n))
     fig.add_hline(
         y=100 * TRAINS_AT, line={"dash": "dot", "color": "#444"}, annotation_text="trains"
     )
     fig.update_xaxes(type="log", title="learning rate (SGD, momentum 0.9)")
     fig.update_yaxes(title="validation accuracy (%)", range=[0, 100])
-    return finish(fig, "Validation accuracy after training, by learning rate", presenter)
+    return common.finish(fig, "Validation accuracy after training, by learning rate", presenter)
 
 
 def table(res: LrResult) -> pd.DataFrame:
@@ -125,31 +116,22 @@ def table(res: LrResult) -> pd.DataFrame:
 
 
 def notes(res: LrResult) -> Sequence[str]:
-    out = [f"Where the statistics come from: {pools(res.norms, NET)}."]
+    out = [f"Where the statistics come from: {common.pools(res.norms, NET)}."]
     if "batch" not in res.norms or "none" not in res.norms:
         return [*out, f"{CLAIM} Select both *no norm* and *BatchNorm* to test it."]
     bn, none = (res.largest(res.norms.index(k)) for k in ("batch", "none"))
     if bn is None:
         why = "BatchNorm does not train at any learning rate of the grid"
-        return [*out, verdict(False, CLAIM, why)]
+        return [*out, common.verdict(False, CLAIM, why)]
     if none is None:
         why = f"without normalization no learning rate trains, BatchNorm trains up to {bn:g}"
-        return [*out, verdict(True, CLAIM, why)]
+        return [*out, common.verdict(True, CLAIM, why)]
     ratio = bn / none
     if ratio > 1:
         why = f"BatchNorm still trains at {bn:g}, {ratio:g}× the largest without it ({none:g})"
     else:
         why = f"BatchNorm's largest learning rate ({bn:g}) is not above the one without ({none:g})"
-    return [*out, verdict(ratio > 1, CLAIM, why)]
+    return [*out, common.verdict(ratio > 1, CLAIM, why)]
 
 
-SECTION = Section(
-    slug="lr",
-    label="Learning-rate tolerance",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=figure,
-    table=table,
-    notes=notes,
-)
+SECTION = Section("lr", "Learning-rate tolerance", INTRO, run, KNOBS, figure, table, notes)

@@ -18,7 +18,8 @@ import plotly.graph_objects as go
 
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
-from normviz.training.common import SEEDS, Setup, colour, finish, label, mean_sd, pools, verdict
+from normviz.training import common
+from normviz.training.common import SEEDS, Setup
 from normviz.training.models import Net
 from normviz.training.train import Grid, train
 from normviz.training.wide import Variant
@@ -70,17 +71,17 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> NoiseRe
     )[0]
     shape = (len(kinds), len(seeds))
     return NoiseResult(
-        tuple(label(n) if n == "none" else label(n, g or BATCH) for n, g in kinds),
-        tuple(colour(n) for n, _ in kinds),
+        tuple(common.label(n) if n == "none" else common.label(n, g or BATCH) for n, g in kinds),
+        tuple(common.colour(n) for n, _ in kinds),
         tuple(0 if n == "none" else g or BATCH for n, g in kinds),
         out.train_acc.reshape(shape),
         out.val_acc.reshape(shape),
-        pools(("batch",), NET),
+        common.pools(("batch",), NET),
     )
 
 
 def figure(res: NoiseResult, presenter: bool) -> go.Figure:
-    m, s = mean_sd(100 * res.gap)
+    m, s = common.mean_sd(100 * res.gap)
     fig = go.Figure(
         go.Bar(
             x=list(res.names),
@@ -92,7 +93,9 @@ def figure(res: NoiseResult, presenter: bool) -> go.Figure:
         )
     )
     fig.update_yaxes(title="train − validation accuracy (points)", rangemode="tozero")
-    return finish(fig, "The generalization gap, with and without BatchNorm's noise", presenter)
+    return common.finish(
+        fig, "The generalization gap, with and without BatchNorm's noise", presenter
+    )
 
 
 def table(res: NoiseResult) -> pd.DataFrame:
@@ -102,7 +105,7 @@ def table(res: NoiseResult) -> pd.DataFrame:
             "train accuracy (%)": 100 * res.train_acc.mean(-1),
             "validation accuracy (%)": 100 * res.val_acc.mean(-1),
             "gap (points)": 100 * res.gap.mean(-1),
-            "gap ± sd": mean_sd(100 * res.gap)[1],
+            "gap ± sd": common.mean_sd(100 * res.gap)[1],
         }
     )
 
@@ -121,18 +124,9 @@ def notes(res: NoiseResult) -> Sequence[str]:
     ghost_why = f"the gap {trend} with the statistics batch ({by_size}; points at batch)"
     return [
         f"Where the statistics come from: {res.pools}.",
-        verdict(bool(full < none), CLAIM, why),
-        verdict(rho > 0, CLAIM_GHOST, ghost_why),
+        common.verdict(bool(full < none), CLAIM, why),
+        common.verdict(rho > 0, CLAIM_GHOST, ghost_why),
     ]
 
 
-SECTION = Section(
-    slug="noise",
-    label="Regularizing noise",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=figure,
-    table=table,
-    notes=notes,
-)
+SECTION = Section("noise", "Regularizing noise", INTRO, run, KNOBS, figure, table, notes)

@@ -21,17 +21,8 @@ from plotly.subplots import make_subplots
 
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
-from normviz.training.common import (
-    SEEDS,
-    Setup,
-    add_line,
-    colour,
-    finish,
-    mean_sd,
-    pct,
-    pools,
-    verdict,
-)
+from normviz.training import common
+from normviz.training.common import SEEDS, Setup
 from normviz.training.data import SHIFTS, digits, shifted
 from normviz.training.models import NORM_LABELS, Net
 from normviz.training.probes import precise_accuracy
@@ -112,7 +103,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Populat
         momentum,
         kind,
         strength,
-        pools(NORMS, NET),
+        common.pools(NORMS, NET),
     )
 
 
@@ -125,24 +116,26 @@ def figure(res: PopulationResult, presenter: bool) -> go.Figure:
             f"shifted digits: {res.shift} {res.strength:g}",
         ),
     )
-    add_line(
+    common.add_line(
         fig,
         res.steps,
         100 * res.ema,
         f"running stats (momentum {res.momentum:g})",
-        colour("batch"),
+        common.colour("batch"),
         "dash",
         1,
         1,
     )
-    add_line(fig, res.steps, 100 * res.precise, "precise stats", colour("batch"), row=1, col=1)
+    common.add_line(
+        fig, res.steps, 100 * res.precise, "precise stats", common.colour("batch"), row=1, col=1
+    )
     names = [NORM_LABELS[n] for n in NORMS]
     for what, arr, op in (
         ("clean", res.clean, 0.35),
         ("shifted", res.shifted, 0.65),
         ("shifted, re-estimated", res.adapted, 1.0),
     ):
-        m, s = mean_sd(100 * arr)
+        m, s = common.mean_sd(100 * arr)
         fig.add_trace(
             go.Bar(
                 x=names,
@@ -150,7 +143,7 @@ def figure(res: PopulationResult, presenter: bool) -> go.Figure:
                 error_y={"type": "data", "array": s.tolist()},
                 name=what,
                 opacity=op,
-                marker={"color": [colour(n) for n in NORMS]},
+                marker={"color": [common.colour(n) for n in NORMS]},
                 showlegend=False,
                 text=[what] * len(names),
                 textposition="inside",
@@ -163,7 +156,7 @@ def figure(res: PopulationResult, presenter: bool) -> go.Figure:
     fig.update_xaxes(title="training step", row=1, col=1)
     fig.update_yaxes(title="validation accuracy (%)", row=1, col=1)
     fig.update_yaxes(range=[0, 100], row=1, col=2)
-    return finish(fig, "Which statistics BatchNorm evaluates with", presenter)
+    return common.finish(fig, "Which statistics BatchNorm evaluates with", presenter)
 
 
 def table(res: PopulationResult) -> pd.DataFrame:
@@ -191,25 +184,17 @@ def notes(res: PopulationResult) -> Sequence[str]:
     lost = clean - before
     holds = lost > 0 and after > before
     shift_why = (
-        f"on the {res.shift} shift BatchNorm drops from {pct(clean)} to {pct(before)} and "
-        f"re-estimating its statistics on the shifted images brings it to {pct(after)}"
+        f"on the {res.shift} shift BatchNorm drops from {common.pct(clean)} to "
+        f"{common.pct(before)} and "
+        f"re-estimating its statistics on the shifted images brings it to {common.pct(after)}"
     )
     if lost > 0:
         shift_why += f" ({100 * (after - before) / lost:.0f} % of the loss recovered)"
     return [
         f"Where the statistics come from: {res.pools}.",
-        verdict(bool(late.mean() > 0), CLAIM_EMA, ema_why),
-        verdict(bool(holds), CLAIM_SHIFT, shift_why),
+        common.verdict(bool(late.mean() > 0), CLAIM_EMA, ema_why),
+        common.verdict(bool(holds), CLAIM_SHIFT, shift_why),
     ]
 
 
-SECTION = Section(
-    slug="population",
-    label="Population statistics",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=figure,
-    table=table,
-    notes=notes,
-)
+SECTION = Section("population", "Population statistics", INTRO, run, KNOBS, figure, table, notes)

@@ -23,7 +23,8 @@ from plotly.subplots import make_subplots
 
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
-from normviz.training.common import SEEDS, Setup, add_line, colour, finish, label, pools, verdict
+from normviz.training import common
+from normviz.training.common import SEEDS, Setup
 from normviz.training.models import NORM_LABELS, Net
 from normviz.training.probes import landscape
 from normviz.training.train import Grid, train
@@ -86,19 +87,30 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> SmoothR
     back = np.argsort(pos)
     shape = (len(out.curve_steps), len(NORMS), len(seeds))
     as_grid = lambda a: np.array(a)[:, back].reshape(shape).transpose(1, 0, 2)  # noqa: E731
-    return SmoothResult(out.curve_steps, as_grid(ranges), as_grid(changes), lr, pools(NORMS, NET))
+    return SmoothResult(
+        out.curve_steps, as_grid(ranges), as_grid(changes), lr, common.pools(NORMS, NET)
+    )
 
 
 def figure(res: SmoothResult, presenter: bool) -> go.Figure:
     fig = make_subplots(1, 2, subplot_titles=("loss range along the gradient", "gradient change"))
     for i, n in enumerate(NORMS):
-        add_line(fig, res.steps, res.loss_range[i], label(n), colour(n), row=1, col=1)
-        add_line(
-            fig, res.steps, res.grad_change[i], label(n), colour(n), row=1, col=2, legend=False
+        common.add_line(
+            fig, res.steps, res.loss_range[i], common.label(n), common.colour(n), row=1, col=1
+        )
+        common.add_line(
+            fig,
+            res.steps,
+            res.grad_change[i],
+            common.label(n),
+            common.colour(n),
+            row=1,
+            col=2,
+            legend=False,
         )
     fig.update_xaxes(title="training step")
     fig.update_yaxes(type="log")
-    return finish(fig, f"Along the gradient, learning rate {res.lr:g}", presenter)
+    return common.finish(fig, f"Along the gradient, learning rate {res.lr:g}", presenter)
 
 
 def table(res: SmoothResult) -> pd.DataFrame:
@@ -120,16 +132,10 @@ def notes(res: SmoothResult) -> Sequence[str]:
         f"BatchNorm and {r0:.3g} without ({r0 / max(r1, 1e-12):.1f}×); the gradient moves by "
         f"{g1:.3g} against {g0:.3g}"
     )
-    return [f"Where the statistics come from: {res.pools}.", verdict(bool(holds), CLAIM, why)]
+    return [
+        f"Where the statistics come from: {res.pools}.",
+        common.verdict(bool(holds), CLAIM, why),
+    ]
 
 
-SECTION = Section(
-    slug="smooth",
-    label="Smoothness",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=figure,
-    table=table,
-    notes=notes,
-)
+SECTION = Section("smooth", "Smoothness", INTRO, run, KNOBS, figure, table, notes)

@@ -17,18 +17,8 @@ import plotly.graph_objects as go
 
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
-from normviz.training.common import (
-    SEEDS,
-    Setup,
-    add_line,
-    colour,
-    finish,
-    label,
-    mean_sd,
-    pct,
-    pools,
-    verdict,
-)
+from normviz.training import common
+from normviz.training.common import SEEDS, Setup
 from normviz.training.models import NORM_LABELS, Net
 from normviz.training.variants import BatchSizeRuns, train_at_batch_sizes
 
@@ -72,28 +62,28 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> TinyRes
     runs = train_at_batch_sizes(
         NET, NORMS, sizes, setup.seeds(knobs["seeds"]), samples, LR, "adam", progress
     )
-    return TinyResult(runs, pools(NORMS, NET))
+    return TinyResult(runs, common.pools(NORMS, NET))
 
 
 def figure(res: TinyResult, presenter: bool) -> go.Figure:
     fig = go.Figure()
     r = res.runs
     for i, n in enumerate(r.norms):
-        add_line(fig, r.batch_sizes, 100 * r.eval_acc[i], label(n), colour(n))
+        common.add_line(fig, r.batch_sizes, 100 * r.eval_acc[i], common.label(n), common.colour(n))
     bn = r.norms.index("batch")
-    add_line(
+    common.add_line(
         fig,
         r.batch_sizes,
         100 * r.train_acc[bn],
         "BatchNorm, training mode",
-        colour("batch"),
+        common.colour("batch"),
         "dash",
     )
     fig.update_xaxes(
         type="log", tickvals=list(r.batch_sizes), title="batch size (equal samples seen)"
     )
     fig.update_yaxes(title="validation accuracy (%)")
-    return finish(fig, "Tiny batch against a batch of 128", presenter)
+    return common.finish(fig, "Tiny batch against a batch of 128", presenter)
 
 
 def table(res: TinyResult) -> pd.DataFrame:
@@ -101,7 +91,7 @@ def table(res: TinyResult) -> pd.DataFrame:
     rows = []
     for i, n in enumerate(r.norms):
         for j, b in enumerate(r.batch_sizes):
-            m, s = mean_sd(100 * r.eval_acc[i, j])
+            m, s = common.mean_sd(100 * r.eval_acc[i, j])
             rows.append(
                 {
                     "normalization": NORM_LABELS[n],
@@ -122,18 +112,12 @@ def notes(res: TinyResult) -> Sequence[str]:
     why = (
         f"between batch {small} and {big} LayerNorm's accuracy moves by {100 * d_ln:.1f} points, "
         f"BatchNorm's by {100 * d_bn:.1f} (in training mode BatchNorm scores "
-        f"{pct(r.train_acc[bn, 0].mean())} at batch {small})"
+        f"{common.pct(r.train_acc[bn, 0].mean())} at batch {small})"
     )
-    return [f"Where the statistics come from: {res.pools}.", verdict(d_ln < d_bn, CLAIM, why)]
+    return [
+        f"Where the statistics come from: {res.pools}.",
+        common.verdict(d_ln < d_bn, CLAIM, why),
+    ]
 
 
-SECTION = Section(
-    slug="tiny",
-    label="LayerNorm at tiny batches",
-    intro=INTRO,
-    run=run,
-    knobs=KNOBS,
-    figure=figure,
-    table=table,
-    notes=notes,
-)
+SECTION = Section("tiny", "LayerNorm at tiny batches", INTRO, run, KNOBS, figure, table, notes)

@@ -10,9 +10,10 @@ the speed benchmark.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -69,18 +70,24 @@ class Outcome:
     curve_acc: np.ndarray  # (checkpoints, M) validation accuracy along training
 
 
+T = TypeVar("T")
 Hook = Callable[[Wide, int, torch.Tensor, torch.Tensor], None]
 
 
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """torch on one thread inside the block (tiny tensors: a second thread only costs)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+def single_threaded(fn: Callable[..., T]) -> Callable[..., T]:
+    """Run `fn` with torch on one thread (tiny tensors: a second thread only costs), then
+    give the caller back its own thread count (torch's setting is per calling thread)."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> T:
+        saved = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(saved)
+
+    return wrapped
 
 
 def inputs(net: Net, x: torch.Tensor) -> torch.Tensor:
@@ -133,16 +140,12 @@ def evaluate(wide: Wide, x: torch.Tensor, y: torch.Tensor, batch: int = 0):
     return (correct / n).numpy(), (total / n).numpy()
 
 
+@single_threaded
 def train(grid: Grid, progress: Progress = no_progress, hook: Hook | None = None):
     """Train every run of `grid` at once; returns (Outcome, Wide, sort order).
 
     `hook(wide, step, x, y)` runs at each checkpoint with that step's batch (x: (B, M, ...)).
     """
-    with one_thread():
-        return _train(grid, progress, hook)
-
-
-def _train(grid: Grid, progress: Progress, hook: Hook | None):
     data = digits()
     wide, pos = build_wide(grid)
     M = wide.M
@@ -253,36 +256,36 @@ def make_optimizer(kind: str, params, lr: float) -> torch.optim.Optimizer:
     return torch.optim.SGD(params, lr=lr, momentum=SGD_MOMENTUM)
 
 
+@single_threaded
 def train_loop(grid: Grid) -> tuple[Outcome, list[nn.Sequential]]:
     """The reference: each run alone, as torch.nn modules and torch.optim.SGD."""
     data = digits()
     X, Y = inputs(grid.net, data.x_train), data.y_train
     res: dict[str, list] = {k: [] for k in ("va", "vl", "ta", "tl", "dead", "bs")}
     models = []
-    with one_thread():
-        for v in grid.variants:
-            model = build(grid.net, v.norm, v.seed, grid.momentum, v.ghost)
-            opt = make_optimizer(grid.optimizer, model.parameters(), v.lr)
-            dead = False
-            model.train()
-            for b in batches(v.seed, data.n_train, grid.batch, grid.samples):
-                loss = F.cross_entropy(model(X[b]), Y[b])
-                if not torch.isfinite(loss):
-                    dead = True
-                    break
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-            model.eval()
-            for key, (x, y) in (
-                ("v", (data.x_val, data.y_val)),
-                ("t", (data.x_train, data.y_train)),
-            ):
-                acc, lo = _score(model, inputs(grid.net, x), y)
-                res[key + "a"].append(acc)
-                res[key + "l"].append(lo)
-            res["dead"].append(dead)
-            models.append(model)
+    for v in grid.variants:
+        model = build(grid.net, v.norm, v.seed, grid.momentum, v.ghost)
+        opt = make_optimizer(grid.optimizer, model.parameters(), v.lr)
+        dead = False
+        model.train()
+        for b in batches(v.seed, data.n_train, grid.batch, grid.samples):
+            loss = F.cross_entropy(model(X[b]), Y[b])
+            if not torch.isfinite(loss):
+                dead = True
+                break
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        model.eval()
+        for key, (x, y) in (
+            ("v", (data.x_val, data.y_val)),
+            ("t", (data.x_train, data.y_train)),
+        ):
+            acc, lo = _score(model, inputs(grid.net, x), y)
+            res[key + "a"].append(acc)
+            res[key + "l"].append(lo)
+        res["dead"].append(dead)
+        models.append(model)
     arr = {k: np.array(v) for k, v in res.items()}
     empty = np.zeros((0, len(grid.variants)))
     out = Outcome(
