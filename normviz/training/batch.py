@@ -85,8 +85,8 @@ def figure(res: BatchResult, presenter: bool) -> go.Figure:
     )
     for i, n in enumerate(NORMS):
         common.add_line(
-            fig, xs, 100 * res.err[i], common.label(n), common.colour(n), row=1, col=2, legend=False
-        )
+            fig, xs, 100 * res.err[i], common.label(n), common.colour(n), row=1, col=2, legend=i > 1
+        )  # BatchNorm and GroupNorm are in the legend already (same colours, left)
     fig.update_xaxes(
         type="log", tickvals=xs, ticktext=[str(b) for b in xs], title="images per statistic batch"
     )

@@ -94,5 +94,6 @@ def add_line(
 
 
 def finish(fig: go.Figure, title: str, presenter: bool, height: int = 440) -> go.Figure:
-    fig.update_layout(title=title, legend={"orientation": "h", "y": -0.2})
+    # below the x-axis title, which sits at about y = −0.15
+    fig.update_layout(title=title, legend={"orientation": "h", "yanchor": "top", "y": -0.25})
     return style.apply(fig, presenter, height=round(height * (1.25 if presenter else 1)))
