@@ -39,11 +39,11 @@ def default_lr_grid() -> Grid:
     setup = Setup()
     variants = tuple(
         Variant(n, r, s)
-        for n in knobs["lr_norms"]
+        for n in knobs["tol_norms"]
         for r in lr.LRS
-        for s in setup.seeds(knobs["seeds"])
+        for s in setup.seeds(knobs["runs"])
     )
-    return Grid(lr.NET, variants, batch=32, samples=setup.samples(knobs["lr_epochs"]))
+    return Grid(lr.NET, variants, batch=32, samples=setup.samples(knobs["tol_epochs"]))
 
 
 def best(fn, repeat: int) -> float:

@@ -23,7 +23,7 @@ PAGE = "training"
 
 # the cheapest setting of each experiment: one seed, the fewest epochs
 CHEAP: dict[str, dict[str, str]] = {
-    "lr": {"lr_epochs": "1", "lr_norms": "none,batch"},
+    "lr": {"tol_epochs": "1", "tol_norms": "none,batch"},
     "batch": {"bs_epochs": "1"},
     "smooth": {"sm_epochs": "1"},
     "noise": {"no_epochs": "2"},
@@ -38,7 +38,7 @@ def charts(at) -> list[dict]:
 
 @pytest.mark.parametrize("section", training.SECTIONS, ids=lambda s: s.slug)
 def test_every_experiment_runs_from_a_link(section: Section) -> None:
-    link = {"exp": section.slug, "seeds": "1", **CHEAP[section.slug]}
+    link = {"exp": section.slug, "runs": "1", **CHEAP[section.slug]}
     at = run_app(PAGE, link, timeout=180)
     assert_clean(at)
     assert [h.value for h in at.subheader] == [section.label]
@@ -52,7 +52,7 @@ def test_every_experiment_runs_from_a_link(section: Section) -> None:
 
 
 def test_default_view_is_the_first_experiment() -> None:
-    at = run_app(PAGE, {"seeds": "1", "lr_epochs": "1"}, timeout=180)
+    at = run_app(PAGE, {"runs": "1", "tol_epochs": "1"}, timeout=180)
     assert_clean(at)
     assert [h.value for h in at.subheader] == [training.SECTIONS[0].label]
     assert url_value(at, "exp") == training.SECTIONS[0].slug
@@ -61,9 +61,9 @@ def test_default_view_is_the_first_experiment() -> None:
 @pytest.mark.parametrize(
     "bad",
     [
-        {"exp": "dropout", "seeds": "1", "lr_epochs": "1"},
-        {"exp": "tiny", "seeds": "99", "tiny_batch": "3", "tiny_epochs": "1"},
-        {"exp": "population", "seeds": "1", "pop_shift": "<b>rain</b>", "pop_strength": "2"},
+        {"exp": "dropout", "runs": "1", "tol_epochs": "1"},
+        {"exp": "tiny", "runs": "99", "tiny_batch": "3", "tiny_epochs": "1"},
+        {"exp": "population", "runs": "1", "pop_shift": "<b>rain</b>", "pop_strength": "2"},
     ],
 )
 def test_bad_page_parameters_fall_back_with_a_warning(bad: dict[str, str]) -> None:

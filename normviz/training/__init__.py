@@ -41,7 +41,7 @@ INTRO = (
 # How a knob's choices read in its widget (knob name -> value -> label).
 LABELS: dict[str, dict[object, str]] = {
     "exp": {s.slug: s.label for s in SECTIONS},
-    "lr_norms": dict(NORM_LABELS),
+    "tol_norms": dict(NORM_LABELS),
     "pop_shift": {k: k for k in SHIFTS},
 }
 HELP: dict[str, str] = {"pop_shift": "; ".join(f"{k}: {v}" for k, v in SHIFTS.items())}

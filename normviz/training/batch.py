@@ -59,7 +59,7 @@ class BatchResult:
 
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> BatchResult:
-    seeds = setup.seeds(knobs["seeds"])
+    seeds = setup.seeds(knobs["runs"])
     variants = [Variant("batch", LR, s, b if b < BATCH else 0) for b in SIZES for s in seeds]
     variants += [Variant(n, LR, s) for n in NORMS[1:] for s in seeds]
     grid = Grid(NET, tuple(variants), batch=BATCH, samples=setup.samples(knobs["bs_epochs"]))

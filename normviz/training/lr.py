@@ -41,13 +41,13 @@ INTRO = (
 
 KNOBS = (
     Knob(
-        "lr_norms",
+        "tol_norms",
         ("none", "batch", "layer"),
         choices=MLP_NORMS,
         multi=True,
         label="Normalizations",
     ),
-    Knob("lr_epochs", 3, choices=(1, 2, 3, 4, 6), label="Epochs"),
+    Knob("tol_epochs", 3, choices=(1, 2, 3, 4), label="Epochs"),
     SEEDS,
 )
 
@@ -68,11 +68,11 @@ class LrResult:
 
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> LrResult:
-    norms = tuple(n for n in MLP_NORMS if n in tuple(knobs["lr_norms"]))  # type: ignore[arg-type]
+    norms = tuple(n for n in MLP_NORMS if n in tuple(knobs["tol_norms"]))  # type: ignore[arg-type]
     norms = norms or ("none", "batch")
-    seeds = setup.seeds(knobs["seeds"])
+    seeds = setup.seeds(knobs["runs"])
     variants = tuple(Variant(n, lr, s) for n in norms for lr in LRS for s in seeds)
-    grid = Grid(NET, variants, batch=32, samples=setup.samples(knobs["lr_epochs"]))
+    grid = Grid(NET, variants, batch=32, samples=setup.samples(knobs["tol_epochs"]))
     out = train(grid, progress)[0]
     shape = (len(norms), len(LRS), len(seeds))
     return LrResult(

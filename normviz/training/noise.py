@@ -63,7 +63,7 @@ class NoiseResult:
 
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> NoiseResult:
-    seeds = setup.seeds(knobs["seeds"])
+    seeds = setup.seeds(knobs["runs"])
     kinds = [("none", 0), ("batch", 0), *(("batch", g) for g in sorted(GHOSTS, reverse=True))]
     variants = tuple(Variant(n, LR, s, g) for n, g in kinds for s in seeds)
     out = train(

@@ -75,7 +75,7 @@ class PopulationResult:
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> PopulationResult:
     data = digits()
-    seeds = setup.seeds(knobs["seeds"])
+    seeds = setup.seeds(knobs["runs"])
     momentum = float(knobs["pop_momentum"])  # type: ignore[arg-type]
     kind, strength = str(knobs["pop_shift"]), float(knobs["pop_strength"])  # type: ignore[arg-type]
     variants = tuple(Variant(n, LR, s) for n in NORMS for s in seeds)

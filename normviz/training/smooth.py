@@ -70,7 +70,7 @@ class SmoothResult:
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> SmoothResult:
     lr = float(knobs["sm_lr"])  # type: ignore[arg-type]
-    seeds = setup.seeds(knobs["seeds"])
+    seeds = setup.seeds(knobs["runs"])
     variants = tuple(Variant(n, lr, s) for n in NORMS for s in seeds)
     grid = Grid(
         NET, variants, batch=32, samples=setup.samples(knobs["sm_epochs"]), evals=CHECKPOINTS

@@ -60,7 +60,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> TinyRes
     sizes = (int(knobs["tiny_batch"]), LARGE)  # type: ignore[call-overload]
     samples = setup.samples(knobs["tiny_epochs"])
     runs = train_at_batch_sizes(
-        NET, NORMS, sizes, setup.seeds(knobs["seeds"]), samples, LR, "adam", progress
+        NET, NORMS, sizes, setup.seeds(knobs["runs"]), samples, LR, "adam", progress
     )
     return TinyResult(runs, common.pools(NORMS, NET))
 
