@@ -43,7 +43,9 @@ def default_lr_grid() -> Grid:
         for r in lr.LRS
         for s in setup.seeds(knobs["runs"])
     )
-    return Grid(lr.NET, variants, batch=32, samples=setup.samples(knobs["tol_epochs"]))
+    return Grid(
+        lr.NETS[knobs["tol_net"]], variants, batch=32, samples=setup.samples(knobs["tol_epochs"])
+    )
 
 
 def best(fn, repeat: int) -> float:

@@ -98,3 +98,17 @@ def test_training_in_browser(page, server) -> None:
     page.get_by_text("gradient change").first.wait_for(timeout=120_000)
     assert_no_exception(page)
     assert "exp=smooth" in page.url
+
+
+def test_instancenorm_fits_the_cnn_and_is_refused_in_the_mlp() -> None:
+    base = {"exp": "lr", "runs": "1", "tol_epochs": "1"}
+    at = run_app(PAGE, {**base, "tol_net": "mlp", "tol_norms": "instance"}, timeout=180)
+    assert_clean(at)
+    assert any("one value per instance" in i.value for i in at.info)  # torch's refusal, a lesson
+    assert not charts(at)
+    at = run_app(PAGE, {**base, "tol_net": "cnn", "tol_norms": "none,instance"}, timeout=180)
+    assert_clean(at)
+    assert len(charts(at)) == 1
+    assert "InstanceNorm pools H, W" in texts(at)
+    at = run_app(PAGE, {**base, "tol_net": "mlp", "tol_norms": "batch,instance"}, timeout=180)
+    assert "Left out: InstanceNorm" in texts(at)

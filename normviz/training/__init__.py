@@ -42,6 +42,7 @@ INTRO = (
 LABELS: dict[str, dict[object, str]] = {
     "exp": {s.slug: s.label for s in SECTIONS},
     "tol_norms": dict(NORM_LABELS),
+    "tol_net": dict(lr.NET_LABELS),
     "pop_shift": {k: k for k in SHIFTS},
 }
 HELP: dict[str, str] = {"pop_shift": "; ".join(f"{k}: {v}" for k, v in SHIFTS.items())}

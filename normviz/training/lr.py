@@ -1,8 +1,9 @@
 """Learning-rate tolerance (Ioffe & Szegedy 2015): how large a learning rate still trains.
 
-One MLP (three hidden layers of 64) per normalization, learning rate and seed, all
-trained at once with SGD (momentum 0.9) on the same samples. A setting "trains"
-when every seed ends above `TRAINS_AT` validation accuracy.
+One network (an MLP over the pixels, or a small CNN over the image) per
+normalization, learning rate and seed, all trained at once with SGD (momentum 0.9)
+on the same samples. A setting "trains" when every seed ends above `TRAINS_AT`
+validation accuracy. InstanceNorm fits only the CNN (an MLP has one position).
 """
 
 from __future__ import annotations
@@ -14,15 +15,20 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from normviz.errors import Refusal
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 from normviz.training import common
 from normviz.training.common import SEEDS, Setup
-from normviz.training.models import MLP_NORMS, NORM_LABELS, Net, pooled
+from normviz.training.models import NORM_LABELS, NORMS, Net, pooled
 from normviz.training.train import Grid, train
 from normviz.training.wide import Variant
 
-NET = Net("mlp", width=64, depth=3)
+NETS: dict[str, Net] = {
+    "mlp": Net("mlp", width=64, depth=3),  # the 64 pixels; activations (B, C)
+    "cnn": Net("cnn", width=4, depth=2, groups=2),  # the 8×8 image; activations (N, C, H, W)
+}
+NET_LABELS = {"mlp": "MLP (3 hidden layers of 64)", "cnn": "CNN (two 3×3 convs, 4 and 8 channels)"}
 LRS: tuple[float, ...] = (0.025, 0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 TRAINS_AT = 0.5  # validation accuracy every seed must reach (chance: 0.1)
 CLAIM = (
@@ -43,10 +49,11 @@ KNOBS = (
     Knob(
         "tol_norms",
         ("none", "batch", "layer"),
-        choices=MLP_NORMS,
+        choices=NORMS,
         multi=True,
         label="Normalizations",
     ),
+    Knob("tol_net", "mlp", choices=tuple(NETS), label="Network"),
     Knob("tol_epochs", 3, choices=(1, 2, 3, 4), label="Epochs"),
     SEEDS,
 )
@@ -60,6 +67,8 @@ class LrResult:
     loss: np.ndarray
     diverged: np.ndarray  # (norms, lrs, seeds)
     pools: tuple[str, ...]  # the axes each norm pools, from the contract
+    net: str  # a key of NETS
+    left_out: tuple[str, ...]  # chosen norms that do not fit this network
 
     def largest(self, i: int) -> float | None:
         """The largest learning rate at which norm i trains (None: none does)."""
@@ -68,11 +77,18 @@ class LrResult:
 
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> LrResult:
-    norms = tuple(n for n in MLP_NORMS if n in tuple(knobs["tol_norms"]))  # type: ignore[arg-type]
-    norms = norms or ("none", "batch")
+    net = NETS[str(knobs["tol_net"])]
+    chosen = tuple(n for n in NORMS if n in tuple(knobs["tol_norms"]))  # type: ignore[arg-type]
+    norms = tuple(n for n in chosen if n in net.norms()) or (() if chosen else ("none", "batch"))
+    if not norms:
+        raise Refusal(
+            "InstanceNorm pools each channel over its positions, and an MLP's activation "
+            "(B, C) has one position: one value per instance, which torch refuses to "
+            "normalize in training. Choose the CNN, or another normalization"
+        )
     seeds = setup.seeds(knobs["runs"])
     variants = tuple(Variant(n, lr, s) for n in norms for lr in LRS for s in seeds)
-    grid = Grid(NET, variants, batch=32, samples=setup.samples(knobs["tol_epochs"]))
+    grid = Grid(net, variants, batch=32, samples=setup.samples(knobs["tol_epochs"]))
     out = train(grid, progress)[0]
     shape = (len(norms), len(LRS), len(seeds))
     return LrResult(
@@ -81,7 +97,9 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> LrResul
         out.val_acc.reshape(shape),
         out.val_loss.reshape(shape),
         out.diverged.reshape(shape),
-        tuple(pooled(n, NET) for n in norms),
+        tuple(pooled(n, net) for n in norms),
+        str(knobs["tol_net"]),
+        tuple(n for n in chosen if n not in norms),
     )
 
 
@@ -116,7 +134,13 @@ def table(res: LrResult) -> pd.DataFrame:
 
 
 def notes(res: LrResult) -> Sequence[str]:
-    out = [f"Where the statistics come from: {common.pools(res.norms, NET)}."]
+    net = NETS[res.net]
+    out = [
+        f"{NET_LABELS[res.net]}. Where the statistics come from: {common.pools(res.norms, net)}."
+    ]
+    if res.left_out:
+        left = ", ".join(NORM_LABELS[n] for n in res.left_out)
+        out.append(f"Left out: {left} (one value per instance in an MLP; torch refuses it).")
     if "batch" not in res.norms or "none" not in res.norms:
         return [*out, f"{CLAIM} Select both *no norm* and *BatchNorm* to test it."]
     bn, none = (res.largest(res.norms.index(k)) for k in ("batch", "none"))
