@@ -17,7 +17,6 @@ class PageInfo:
     blurb: str  # one line for the home page's map
     topic: str  # the normviz package that holds its compute, figures and words
 
-
     @property
     def file(self) -> Path:
         return ROOT / "pages" / f"{self.path}.py"
@@ -55,6 +54,14 @@ PAGES: tuple[PageInfo, ...] = (
         "Learn",
         "where the norm sits in a residual block, and what it does to gradients",
         "normviz.residual",
+    ),
+    PageInfo(
+        "training",
+        "Training lab",
+        ":material/model_training:",
+        "Learn",
+        "why normalization helps: the papers' claims, checked live on real digits",
+        "normviz.training",
     ),
     PageInfo(
         "worked-example",

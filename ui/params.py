@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from normviz import axes, batchnorm, choose, distributions, practice, residual
+from normviz import axes, batchnorm, choose, distributions, practice, residual, training
 from normviz.core import Contract, NormConfigError, contract, parse_axes
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.knobs import Knob, Value
@@ -272,4 +272,5 @@ PAGE_PARAMS: dict[str, tuple[Param, ...]] = {
     "choose": choose.KNOBS,
     "axes": axes.KNOBS,
     "practice": practice.KNOBS,  # `class`: a student joining a live class
+    "training": training.KNOBS,
 }

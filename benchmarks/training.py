@@ -1,0 +1,120 @@
+"""The training lab's costs: batched vs one-model-at-a-time training, and each experiment.
+
+Prints, on this machine, with torch on one thread as in the app:
+
+- the default learning-rate grid (normalizations × learning rates × seeds) trained
+  as one wide model and as separate torch.nn models with torch.optim.SGD, and the
+  speedup (target: at least 5×);
+- each experiment's cold time at its defaults (target: under 10 s), calling the
+  section's run directly;
+- the page from the cache: a first AppTest run of /training?exp=<slug> and a rerun
+  of the same session (target: the rerun well under a second).
+
+    python -m benchmarks.training [--no-app] [--only lr,batch]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch
+
+from normviz.sections import no_progress
+from normviz.training import SECTIONS, lr
+from normviz.training.common import Setup
+from normviz.training.data import digits
+from normviz.training.train import Grid, train, train_loop
+from normviz.training.wide import Variant
+
+COLD_TARGET = 10.0
+
+
+def default_lr_grid() -> Grid:
+    """The learning-rate experiment's grid at its defaults."""
+    knobs = lr.SECTION.defaults()
+    setup = Setup()
+    variants = tuple(
+        Variant(n, r, s)
+        for n in knobs["tol_norms"]
+        for r in lr.LRS
+        for s in setup.seeds(knobs["runs"])
+    )
+    return Grid(
+        lr.NETS[knobs["tol_net"]], variants, batch=32, samples=setup.samples(knobs["tol_epochs"])
+    )
+
+
+def best(fn, repeat: int) -> float:
+    """The fastest of `repeat` runs of fn() (the machine is shared: noise only slows)."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def speedup(repeat: int) -> None:
+    grid = default_lr_grid()
+    train(Grid(grid.net, grid.variants[:2], samples=64))  # warm up (imports, allocator)
+    wide = best(lambda: train(grid), repeat)
+    loop = best(lambda: train_loop(grid), repeat)
+    print(
+        f"default lr grid: {len(grid.variants)} networks × {grid.steps} steps: "
+        f"batched {wide:.2f} s, one at a time {loop:.2f} s, "
+        f"speedup {loop / wide:.1f}× (target ≥ 5×; best of {repeat})"
+    )
+
+
+def cold_times(only: set[str]) -> None:
+    for s in SECTIONS:
+        if only and s.slug not in only:
+            continue
+        t0 = time.perf_counter()
+        s.run(Setup(), s.defaults(), no_progress)
+        dt = time.perf_counter() - t0
+        flag = "ok" if dt < COLD_TARGET else "MISS"
+        print(f"{s.slug:>11}: cold {dt:5.2f} s  [{flag}, target < {COLD_TARGET:g} s]")
+
+
+def page_times(only: set[str]) -> None:
+    from benchmarks.common import app_test
+
+    for s in SECTIONS:
+        if only and s.slug not in only:
+            continue
+        at = app_test("training", {"exp": s.slug})
+        t0 = time.perf_counter()
+        at.run()
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        at.run()
+        again = time.perf_counter() - t0
+        assert not at.exception, [e.value for e in at.exception]
+        print(f"{s.slug:>11}: page first run {first:5.2f} s, rerun from cache {again:5.2f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--no-app", action="store_true", help="skip the AppTest page times")
+    ap.add_argument("--no-loop", action="store_true", help="skip the batched-vs-loop speedup")
+    ap.add_argument("--only", default="", help="comma list of experiment slugs")
+    ap.add_argument("--repeat", type=int, default=2, help="best of this many runs")
+    args = ap.parse_args()
+    only = {s for s in args.only.split(",") if s}
+    torch.set_num_threads(1)
+    digits()
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, {os.cpu_count()} cores")
+    if not args.no_loop:
+        speedup(args.repeat)
+    cold_times(only)
+    if not args.no_app:
+        page_times(only)
+
+
+if __name__ == "__main__":
+    main()

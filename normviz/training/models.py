@@ -1,0 +1,153 @@
+"""The lab's networks, built from torch.nn layers placed where the normviz contract says.
+
+Two small networks read the digits: an MLP over the 64 pixels (activations
+(B, C): normviz's BTC layout with T = 1) and a CNN over the (1, 8, 8) image
+(activations (N, C, H, W)). After every hidden linear or conv layer sits one
+normalization layer, then a ReLU; a linear head gives the 10 class scores. These
+torch.nn models are the reference: the batched trainer (`wide.py`) starts from
+their weights and must reproduce their training to float tolerance.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from normviz.core import Contract, contract
+from normviz.errors import NormConfigError
+from normviz.methods import METHODS
+from normviz.training.data import CLASSES
+
+EPS = 1e-5  # every layer's ε (normviz's default; nn.RMSNorm's own default differs)
+NORMS: tuple[str, ...] = ("none", "batch", "layer", "group", "instance", "rms")
+NORM_LABELS: dict[str, str] = {"none": "no norm", **{k: METHODS[k].label for k in NORMS[1:]}}
+MLP_NORMS: tuple[str, ...] = ("none", "batch", "layer", "group", "rms")  # InstanceNorm: T = 1
+
+
+@dataclass(frozen=True)
+class Net:
+    """A network's shape (plain values: results are cached on it)."""
+
+    kind: str = "mlp"  # "mlp" over (B, 64) or "cnn" over (N, 1, 8, 8)
+    width: int = 64  # MLP hidden units; CNN channels of the first conv (then 2×)
+    depth: int = 2  # hidden layers, each followed by a norm and a ReLU
+    groups: int = 4  # GroupNorm's G
+
+    def layers(self) -> tuple[Layer, ...]:
+        """The hidden layers in order."""
+        if self.kind == "mlp":
+            dims = [64] + [self.width] * self.depth
+            return tuple(Layer("linear", a, b, ()) for a, b in itertools.pairwise(dims))
+        out, size, c_in = [], 8, 1
+        for i in range(self.depth):
+            c_out, stride = self.width * min(2, 1 + i), 1 if i == 0 else 2
+            size = (size - 1) // stride + 1
+            out.append(Layer("conv", c_in, c_out, (size, size), stride))
+            c_in = c_out
+        return tuple(out)
+
+    @property
+    def features(self) -> int:
+        """Inputs of the head: the last hidden layer's activation, flattened."""
+        last = self.layers()[-1]
+        return last.c_out * (last.spatial[0] * last.spatial[1] if last.spatial else 1)
+
+    @property
+    def layout(self) -> str:
+        return "BTC" if self.kind == "mlp" else "NCHW"
+
+    def norms(self) -> tuple[str, ...]:
+        """The normalizations this network can use."""
+        return MLP_NORMS if self.kind == "mlp" else NORMS
+
+    def check(self, norm: str) -> None:
+        if norm not in self.norms():
+            raise NormConfigError(
+                f"{NORM_LABELS.get(norm, norm)} does not fit the {self.kind.upper()}: "
+                f"use one of {', '.join(self.norms())}"
+            )
+        widths = {layer.c_out for layer in self.layers()}
+        if norm == "group" and any(c % self.groups for c in widths):
+            raise NormConfigError(f"G = {self.groups} does not divide the widths {sorted(widths)}")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One hidden layer: a linear map (MLP) or a 3×3 conv with padding 1 (CNN)."""
+
+    kind: str  # "linear" | "conv"
+    c_in: int
+    c_out: int
+    spatial: tuple[int, ...]  # (H, W) of the output; () for linear
+    stride: int = 1
+
+
+class GhostBatchNorm(nn.Module):
+    """BatchNorm whose training statistics come from chunks ("ghost batches") of the batch.
+
+    Each chunk goes through the one nn.BatchNorm in turn (its running statistics are
+    updated once per chunk); evaluation is plain BatchNorm.
+    """
+
+    def __init__(self, bn: nn.Module, ghost: int) -> None:
+        super().__init__()
+        self.bn, self.ghost = bn, ghost
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.ghost <= 0 or self.ghost >= len(x):
+            return self.bn(x)
+        return torch.cat([self.bn(c) for c in x.split(self.ghost)])
+
+
+def norm_layer(norm: str, net: Net, layer: Layer, momentum: float | None = 0.1, ghost: int = 0):
+    """The torch.nn module for `norm` after `layer` (nn.Identity for "none")."""
+    c, sp = layer.c_out, layer.spatial
+    if norm == "none":
+        return nn.Identity()
+    if norm == "batch":
+        bn = (nn.BatchNorm2d if sp else nn.BatchNorm1d)(c, eps=EPS, momentum=momentum)
+        return GhostBatchNorm(bn, ghost) if ghost else bn
+    if norm == "layer":
+        return nn.LayerNorm((c, *sp), eps=EPS)
+    if norm == "group":
+        return nn.GroupNorm(net.groups, c, eps=EPS)
+    if norm == "instance":
+        return nn.InstanceNorm2d(c, eps=EPS, affine=True)
+    if norm == "rms":
+        return nn.RMSNorm((c, *sp), eps=EPS)
+    raise NormConfigError(f"unknown normalization {norm!r}: use one of {', '.join(NORMS)}")
+
+
+def build(
+    net: Net, norm: str, seed: int, momentum: float | None = 0.1, ghost: int = 0
+) -> nn.Sequential:
+    """[layer, norm, ReLU] × depth, flatten, linear head; torch's init drawn from `seed`."""
+    net.check(norm)
+    torch.manual_seed(seed)  # the same seed gives the same weights for every norm
+    mods: list[nn.Module] = []
+    for layer in net.layers():
+        if layer.kind == "linear":
+            mods.append(nn.Linear(layer.c_in, layer.c_out))
+        else:
+            mods.append(nn.Conv2d(layer.c_in, layer.c_out, 3, layer.stride, padding=1))
+        mods += [norm_layer(norm, net, layer, momentum, ghost), nn.ReLU()]
+    mods += [nn.Flatten(), nn.Linear(net.features, CLASSES)]
+    return nn.Sequential(*mods)
+
+
+def layer_contract(norm: str, net: Net, batch: int = 4) -> Contract:
+    """normviz's contract for `norm` on the first hidden activation (MLP: BTC with T = 1)."""
+    layer = net.layers()[0]
+    shape = (batch, 1, layer.c_out) if net.kind == "mlp" else (batch, layer.c_out, *layer.spatial)
+    return contract(norm, net.layout, shape, groups=net.groups if norm == "group" else None)
+
+
+def pooled(norm: str, net: Net) -> str:
+    """The axes one statistic pools over, from normviz's contract (e.g. "N, H, W")."""
+    if norm == "none":
+        return "nothing"
+    axes = layer_contract(norm, net).axes
+    return ", ".join(a for a in axes if not (net.kind == "mlp" and a == "T"))

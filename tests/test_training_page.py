@@ -1,0 +1,114 @@
+"""The /training page: every experiment from a link (AppTest), bad links, and a real browser."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import (
+    assert_clean,
+    assert_no_exception,
+    assert_refused,
+    open_app,
+    run_app,
+    screenshot,
+    texts,
+    url_value,
+)
+
+from normviz import training
+from normviz.sections import Section
+
+PAGE = "training"
+
+# the cheapest setting of each experiment: one seed, the fewest epochs
+CHEAP: dict[str, dict[str, str]] = {
+    "lr": {"tol_epochs": "1", "tol_norms": "none,batch"},
+    "batch": {"bs_epochs": "1"},
+    "smooth": {"sm_epochs": "1"},
+    "noise": {"no_epochs": "2"},
+    "population": {"pop_shift": "noise", "pop_strength": "0.25"},
+    "tiny": {"tiny_epochs": "1", "tiny_batch": "8"},
+}
+
+
+def charts(at) -> list[dict]:
+    return [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+
+
+@pytest.mark.parametrize("section", training.SECTIONS, ids=lambda s: s.slug)
+def test_every_experiment_runs_from_a_link(section: Section) -> None:
+    link = {"exp": section.slug, "runs": "1", **CHEAP[section.slug]}
+    at = run_app(PAGE, link, timeout=180)
+    assert_clean(at)
+    assert [h.value for h in at.subheader] == [section.label]
+    assert at.radio(key="exp").value == section.slug
+    assert len(charts(at)) == 1
+    assert at.dataframe, "the experiment's table"
+    body = texts(at)
+    assert "Holds here" in body or "Does not hold here" in body, body[-800:]
+    assert "Where the statistics come from" in body
+    assert {k: url_value(at, k) for k in link} == link  # the link is written back as it came
+
+
+def test_default_view_is_the_first_experiment() -> None:
+    at = run_app(PAGE, {"runs": "1", "tol_epochs": "1"}, timeout=180)
+    assert_clean(at)
+    assert [h.value for h in at.subheader] == [training.SECTIONS[0].label]
+    assert url_value(at, "exp") == training.SECTIONS[0].slug
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"exp": "dropout", "runs": "1", "tol_epochs": "1"},
+        {"exp": "tiny", "runs": "99", "tiny_batch": "3", "tiny_epochs": "1"},
+        {"exp": "population", "runs": "1", "pop_shift": "<b>rain</b>", "pop_strength": "2"},
+    ],
+)
+def test_bad_page_parameters_fall_back_with_a_warning(bad: dict[str, str]) -> None:
+    at = run_app(PAGE, bad, timeout=180)
+    assert_clean(at)
+    knobs = {k.name: k for k in training.KNOBS}
+    from ui.params import parse
+
+    refused = {}
+    for k, v in bad.items():
+        try:
+            parse(knobs[k], v)
+        except ValueError:
+            refused[k] = v
+    assert refused
+    assert_refused(at, PAGE, refused, bad)
+
+
+@pytest.mark.browser
+def test_training_in_browser(page, server) -> None:
+    open_app(page, server, PAGE)  # a plain visit: the first experiment at its defaults
+    page.get_by_text("Holds here").first.wait_for(timeout=120_000)
+    assert_no_exception(page)
+    page.get_by_text("Batch size", exact=True).first.click()
+    page.get_by_text("Wu & He 2018: ImageNet, ResNet-50").first.wait_for(timeout=120_000)
+    page.get_by_text("at b = 2 BatchNorm").first.wait_for(timeout=60_000)
+    assert_no_exception(page)
+    assert "exp=batch" in page.url
+    page.locator("[data-testid=stPlotlyChart]").first.scroll_into_view_if_needed()
+    screenshot(page, PAGE)
+    page.get_by_text("Smoothness", exact=True).first.click()
+    page.get_by_text("gradient change").first.wait_for(timeout=120_000)
+    assert_no_exception(page)
+    assert "exp=smooth" in page.url
+
+
+def test_instancenorm_fits_the_cnn_and_is_refused_in_the_mlp() -> None:
+    base = {"exp": "lr", "runs": "1", "tol_epochs": "1"}
+    at = run_app(PAGE, {**base, "tol_net": "mlp", "tol_norms": "instance"}, timeout=180)
+    assert_clean(at)
+    assert any("one value per instance" in i.value for i in at.info)  # torch's refusal, a lesson
+    assert not charts(at)
+    at = run_app(PAGE, {**base, "tol_net": "cnn", "tol_norms": "none,instance"}, timeout=180)
+    assert_clean(at)
+    assert len(charts(at)) == 1
+    assert "InstanceNorm pools H, W" in texts(at)
+    at = run_app(PAGE, {**base, "tol_net": "mlp", "tol_norms": "batch,instance"}, timeout=180)
+    assert "Left out: InstanceNorm" in texts(at)
