@@ -139,6 +139,7 @@ def checkpoint_demo(setup: LabSetup, lr: float = 0.1) -> CheckpointResult:
         )
         for k, v in saved.items()
     )
+
     def build() -> torch.nn.Module:
         return torch_batchnorm(setup.layout, setup.C, setup.eps, momentum)
 
@@ -216,7 +217,9 @@ def table(res: CheckpointResult) -> pd.DataFrame:
 
 def _case_text(case: LoadCase) -> str:
     """One strict load of a checkpoint without num_batches_tracked, as torch answered it."""
-    how = "with its `_metadata` kept" if case.metadata else "rebuilt as a plain dict (no `_metadata`)"
+    how = "with its `_metadata` kept"
+    if not case.metadata:
+        how = "rebuilt as a plain dict (no `_metadata`)"
     if case.loaded:
         return (
             f"- {how}: it loads, and num_batches_tracked = {case.counter}: torch took it for "

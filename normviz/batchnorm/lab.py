@@ -26,17 +26,20 @@ from normviz.running import RunningStats
 
 TITLE = "BatchNorm lab"
 
+
 def _intro() -> str:
     """The lab's opening: train ≠ eval, and which methods share it (read off the registry)."""
     differ = [METHODS[k].label for k in STANDARD_METHODS if METHODS[k].train_eval_differ]
+    verb = "does" if len(differ) == 1 else "do"
     inst = METHODS["instance"]
     return (
         "BatchNorm behaves differently in training and in evaluation: training normalizes "
         "with the statistics of the current batch, evaluation with running averages "
-        f"collected during training. Of the common normalizations only {' and '.join(differ)} "
-        f"{'does' if len(differ) == 1 else 'do'} this by default; {inst.label} keeps the same behaviour in both modes only "
-        f"{inst.train_eval_note}. Each tab below makes one way this goes wrong visible, "
-        "with every number equal to what torch's own BatchNorm computes."
+        "collected during training. Of the common normalizations only "
+        f"{' and '.join(differ)} {verb} this by default; {inst.label} keeps the same "
+        f"behaviour in both modes only {inst.train_eval_note}. Each tab below makes one "
+        "way this goes wrong visible, or shows what BatchNorm does besides, with every "
+        "number equal to what torch's own BatchNorm computes."
     )
 
 
