@@ -23,6 +23,10 @@ PARAMS = {p.name: p for p in PAGE_PARAMS["batchnorm"]}
 # what each section must show (a phrase of its explanation and of its numbers)
 SECTION_TEXT = {
     "running": ("running buffers", "num_batches_tracked = 100"),
+    "eval": ("determinism", "`model.eval()` is not `torch.no_grad()`"),
+    "noise": ("batch-mates", "over 200 batches"),
+    "where": ("He et al. 2016", "bias=False"),
+    "gradients": ("not a guarantee", "with BatchNorm: the weight gradient grows"),
     "bessel": ("unbiased", "more than 1 value per channel"),
     "batch-size": ("held-out batches", "training mode"),
     "shift": ("scale²", "GroupNorm uses G = 2"),
@@ -30,7 +34,11 @@ SECTION_TEXT = {
     "accumulation": ("optimizer step", "mean |y_micro − y_full|"),
     "sync": ("all-reduce", "synchronized vs one batch of 32"),
     "freeze": ("requires_grad=False", "fully frozen"),
-    "checkpoint": ("buffers", "missing keys ['running_mean', 'running_var']"),
+    "checkpoint": (
+        "buffers",
+        "missing keys ['running_mean', 'running_var']",
+        'Missing key(s) in state_dict: "num_batches_tracked"',
+    ),
     "model": ("batches of 2", "Adam steps"),
 }
 
@@ -103,6 +111,8 @@ def test_every_section(sim: str) -> None:
         ("accum", "99"),
         ("devices", "0"),
         ("compare", "instance"),
+        ("bn_depth", "99"),
+        ("bn_init", "zeros"),
         ("sim", "<script>"),
     ],
 )

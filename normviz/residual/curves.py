@@ -79,3 +79,15 @@ def median_traces(
         )
     )
     return out
+
+
+def finish_panels(fig: go.Figure, title: str, presenter: bool, height: int) -> go.Figure:
+    """Title, legend below, the house style, and room for the title above the panel titles."""
+    fig.update_layout(
+        title_text=title,
+        legend={"orientation": "h", "y": -0.25, "x": 0},
+        hovermode="closest",
+    )
+    style.apply(fig, presenter, height=height)
+    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
+    return fig

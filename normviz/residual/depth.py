@@ -16,9 +16,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from normviz import style
 from normviz.knobs import Knob, Value
-from normviz.residual.curves import median_traces
+from normviz.residual.curves import finish_panels, median_traces
 from normviz.residual.model import (
     PLACEMENT_LABELS,
     PLACEMENTS,
@@ -206,18 +205,11 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         fig.update_yaxes(type="log", exponentformat="power", row=1, col=col)
         fig.update_xaxes(title_text="block l (0 = input)", row=1, col=col)
     cfg = profile.config
-    fig.update_layout(
-        title_text=(
-            f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}: "
-            f"median of {len(profile.seeds)} seed(s), band = range"
-        ),
-        legend={"orientation": "h", "y": -0.25, "x": 0},
-        hovermode="closest",
+    title = (
+        f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}: "
+        f"median of {len(profile.seeds)} seed(s), band = range"
     )
-    style.apply(fig, presenter, height=480)
-    # room for the figure title above the three panel titles
-    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
-    return fig
+    return finish_panels(fig, title, presenter, height=480)
 
 
 def notes(profile: InitProfile) -> tuple[str, ...]:

@@ -17,9 +17,9 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from normviz import sources, style
+from normviz import sources
 from normviz.knobs import Knob, Value
-from normviz.residual.curves import median_traces
+from normviz.residual.curves import finish_panels, median_traces
 from normviz.residual.model import (
     PLACEMENT_LABELS,
     ResidualConfigError,
@@ -160,17 +160,11 @@ def figure(res: OutputGradients, presenter: bool = False) -> go.Figure:
     fig.update_yaxes(type="log", exponentformat="power")
     fig.update_yaxes(title_text="‖gradient of block l's parameters‖", row=1, col=1)
     cfg = res.config
-    fig.update_layout(
-        title_text=(
-            f"At initialization, width {cfg.width}, {cfg.norm_label}: "
-            f"median of {len(res.seeds)} seed(s), band = range"
-        ),
-        legend={"orientation": "h", "y": -0.25, "x": 0},
-        hovermode="closest",
+    title = (
+        f"At initialization, width {cfg.width}, {cfg.norm_label}: "
+        f"median of {len(res.seeds)} seed(s), band = range"
     )
-    style.apply(fig, presenter, height=460)
-    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
-    return fig
+    return finish_panels(fig, title, presenter, height=460)
 
 
 def _trend(factor: float) -> str:
