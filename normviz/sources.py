@@ -102,8 +102,7 @@ SOURCES: dict[str, Source] = {
         Source(
             "yang2019",
             "Yang et al.",
-            "Greg Yang, Jeffrey Pennington, Vinay Rao, Jascha Sohl-Dickstein, "
-            "Samuel S. Schoenholz",
+            "Greg Yang, Jeffrey Pennington, Vinay Rao, Jascha Sohl-Dickstein, Samuel S. Schoenholz",
             2019,
             "A Mean Field Theory of Batch Normalization",
             "ICLR 2019",

@@ -253,6 +253,13 @@ def test_batchnorm_in_browser(page, server) -> None:
     page.get_by_text("Shifted evaluation data through each method").first.wait_for(timeout=SLOW)
     wait_done(page, timeout=SLOW)
     assert_no_exception(page)
+    # a new topic tab: the evaluation-mode formula is rendered (KaTeX), not shown as source
+    page.get_by_role("tab", name="Evaluation mode").click()
+    page.wait_for_url("**sim=eval**", timeout=SLOW)
+    page.get_by_text("Same input, different batches").first.wait_for(timeout=SLOW)
+    wait_done(page, timeout=SLOW)
+    assert_no_exception(page)
+    assert page.locator(".katex").count() >= 1 and "$$" not in page.inner_text("body")
     # move the batch-size slider with the keyboard: the URL follows
     slider = page.get_by_role("slider", name="Batch size b")
     slider.focus()

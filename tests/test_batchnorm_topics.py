@@ -175,3 +175,12 @@ def test_sync_says_what_torch_does_and_what_is_tested() -> None:
     assert "all-gathers each device's (mean, 1/√(var + ε), count)" in sync.INTRO
     assert "equivalent formulations" in sync.INTRO
     assert "gloo" in sync.INTRO and "`nn.SyncBatchNorm` itself is not run" in sync.INTRO
+
+
+def test_keras_means_keras_3() -> None:
+    from normviz.batchnorm import running
+    from normviz.running import CONVENTIONS
+
+    assert lab.CONVENTION_LABELS["keras"].startswith("Keras 3")
+    assert CONVENTIONS["keras"].startswith("Keras 3:")
+    assert "Keras 3 writes the same rule" in running.INTRO
