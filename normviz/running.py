@@ -11,7 +11,7 @@ from normviz.errors import NormConfigError
 Convention = Literal["pytorch", "keras"]
 CONVENTIONS: dict[str, str] = {
     "pytorch": "PyTorch: new = (1 − m)·old + m·batch, unbiased batch variance",
-    "keras": "Keras: new = m·old + (1 − m)·batch, biased batch variance",
+    "keras": "Keras 3: new = m·old + (1 − m)·batch, biased batch variance",
 }
 
 
@@ -20,8 +20,8 @@ class RunningStats:
 
     pytorch: new = (1 − m)·old + m·batch, the variance update uses the unbiased
     batch variance (n/(n−1)); momentum=None is the cumulative average (factor
-    1/num_batches_tracked). keras: new = m·old + (1 − m)·batch with the biased
-    batch variance.
+    1/num_batches_tracked). keras (as Keras 3's BatchNormalization does): new =
+    m·old + (1 − m)·batch with the biased batch variance.
     """
 
     def __init__(

@@ -64,6 +64,15 @@ SOURCES: dict[str, Source] = {
             "1607.08022",
         ),
         Source(
+            "he2016",
+            "He et al.",
+            "Kaiming He, Xiangyu Zhang, Shaoqing Ren, Jian Sun",
+            2016,
+            "Identity Mappings in Deep Residual Networks",
+            "ECCV 2016",
+            "1603.05027",
+        ),
+        Source(
             "he2017",
             "He et al.",
             "Kaiming He, Georgia Gkioxari, Piotr Dollár, Ross Girshick",
@@ -89,6 +98,15 @@ SOURCES: dict[str, Source] = {
             "How Does Batch Normalization Help Optimization?",
             "NeurIPS 2018",
             "1805.11604",
+        ),
+        Source(
+            "yang2019",
+            "Yang et al.",
+            "Greg Yang, Jeffrey Pennington, Vinay Rao, Jascha Sohl-Dickstein, Samuel S. Schoenholz",
+            2019,
+            "A Mean Field Theory of Batch Normalization",
+            "ICLR 2019",
+            "1902.08129",
         ),
         Source(
             "zhang2019",

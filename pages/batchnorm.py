@@ -6,7 +6,6 @@ from typing import Any
 
 import streamlit as st
 
-from normviz import METHODS
 from normviz import batchnorm as bn
 from normviz.knobs import Knob
 from normviz.sections import Section
@@ -71,7 +70,7 @@ def _widget(fn: Any, name: str, **kw: Any) -> Any:
 def _knob(k: Knob) -> Any:
     """A section's own knob: a radio for choices, a slider for a range."""
     if k.choices is not None:
-        label = {m: METHODS[m].label for m in METHODS}
+        label = bn.CHOICE_LABELS
         return _widget(st.radio, k.name, horizontal=True, format_func=lambda v: label.get(v, v))
     return _widget(st.slider, k.name, **({"step": 0.1} if isinstance(k.default, float) else {}))
 

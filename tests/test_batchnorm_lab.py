@@ -477,8 +477,16 @@ def test_checkpoint_demo(layout: str) -> None:
     assert list(entries) == ["weight", "bias", "running_mean", "running_var", "num_batches_tracked"]
     assert entries["weight"].kind == "parameter" and entries["running_var"].kind == "buffer"
     assert entries["num_batches_tracked"].values[0] == res.steps == 40
-    # torch reports the two statistics as missing (it quietly fills num_batches_tracked)
+    # torch reports the two statistics as missing: the trimmed dict has no _metadata, so
+    # torch fills num_batches_tracked in (its path for checkpoints older than the counter)
     assert res.missing == ("running_mean", "running_var")
+    # a checkpoint without the counter: loads without _metadata, a missing key with it
+    plain, meta = res.no_counter
+    assert (plain.metadata, plain.loaded, plain.counter) == (False, True, 0)
+    assert (meta.metadata, meta.loaded, meta.counter) == (True, False, None)
+    assert 'Missing key(s) in state_dict: "num_batches_tracked"' in meta.message
+    text = "\n".join(checkpoint.notes(res))
+    assert "num_batches_tracked = 0" in text and meta.message in text
     # the buffers in the checkpoint are what the lab's RunningStats give for the same batches
     tr = running.running_trace(setup.with_(steps=res.steps))
     np.testing.assert_allclose(entries["running_mean"].values, tr.running_mean[-1], atol=2e-5)

@@ -124,3 +124,24 @@ def test_trained_networks_are_reused_across_test_shifts() -> None:
     seen.clear()
     assert network.trained(cfg, lambda f, text: seen.append(f)) is first
     assert not seen  # the second does not train again
+
+
+def test_model_sentences_come_from_the_scores() -> None:
+    """Issue 13: the section says what its own chart shows, whichever way the scores fall."""
+    rows = (
+        network.AccuracyRow("batch", 2, 0.52, 0.81, 0.52, 0.62),
+        network.AccuracyRow("batch", 64, 0.98, 0.98, 0.98, 0.91),
+        network.AccuracyRow("group", 2, 0.87, 0.87, 0.80, 0.80),
+        network.AccuracyRow("group", 64, 0.98, 0.98, 0.91, 0.91),
+    )
+    cfg = network.ModelConfig()
+    text = "\n".join(model.notes(network.ModelReport(rows, 2.0, 1.5, 0.25, cfg)))
+    assert "81% in evaluation mode and 52% in training mode" in text
+    assert "evaluation mode is 29 points higher than training mode" in text
+    assert "17 points lower than BatchNorm trained with batches of 64 (98%)" in text
+    assert "600 samples" in text and "19,200 samples" in text
+    assert "does not move with the shift" in text
+    flipped = (network.AccuracyRow("batch", 2, 0.81, 0.52, 0.70, 0.50), *rows[1:])
+    text = "\n".join(model.notes(network.ModelReport(flipped, 2.0, 1.5, 0.25, cfg)))
+    assert "evaluation mode is 29 points lower than training mode" in text
+    assert "does not move with the shift" not in text  # 0.81 → 0.70 in training mode

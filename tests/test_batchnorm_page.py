@@ -23,6 +23,10 @@ PARAMS = {p.name: p for p in PAGE_PARAMS["batchnorm"]}
 # what each section must show (a phrase of its explanation and of its numbers)
 SECTION_TEXT = {
     "running": ("running buffers", "num_batches_tracked = 100"),
+    "eval": ("determinism", "`model.eval()` is not `torch.no_grad()`"),
+    "noise": ("batch-mates", "over 200 batches"),
+    "where": ("He et al. 2016", "bias=False"),
+    "gradients": ("not a guarantee", "with BatchNorm: the weight gradient grows"),
     "bessel": ("unbiased", "more than 1 value per channel"),
     "batch-size": ("held-out batches", "training mode"),
     "shift": ("scale²", "GroupNorm uses G = 2"),
@@ -30,7 +34,11 @@ SECTION_TEXT = {
     "accumulation": ("optimizer step", "mean |y_micro − y_full|"),
     "sync": ("all-reduce", "synchronized vs one batch of 32"),
     "freeze": ("requires_grad=False", "fully frozen"),
-    "checkpoint": ("buffers", "missing keys ['running_mean', 'running_var']"),
+    "checkpoint": (
+        "buffers",
+        "missing keys ['running_mean', 'running_var']",
+        'Missing key(s) in state_dict: "num_batches_tracked"',
+    ),
     "model": ("batches of 2", "Adam steps"),
 }
 
@@ -103,6 +111,8 @@ def test_every_section(sim: str) -> None:
         ("accum", "99"),
         ("devices", "0"),
         ("compare", "instance"),
+        ("bn_depth", "99"),
+        ("bn_init", "zeros"),
         ("sim", "<script>"),
     ],
 )
@@ -243,6 +253,13 @@ def test_batchnorm_in_browser(page, server) -> None:
     page.get_by_text("Shifted evaluation data through each method").first.wait_for(timeout=SLOW)
     wait_done(page, timeout=SLOW)
     assert_no_exception(page)
+    # a new topic tab: the evaluation-mode formula is rendered (KaTeX), not shown as source
+    page.get_by_role("tab", name="Evaluation mode").click()
+    page.wait_for_url("**sim=eval**", timeout=SLOW)
+    page.get_by_text("Same input, different batches").first.wait_for(timeout=SLOW)
+    wait_done(page, timeout=SLOW)
+    assert_no_exception(page)
+    assert page.locator(".katex").count() >= 1 and "$$" not in page.inner_text("body")
     # move the batch-size slider with the keyboard: the URL follows
     slider = page.get_by_role("slider", name="Batch size b")
     slider.focus()

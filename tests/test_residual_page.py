@@ -21,6 +21,7 @@ from ui.params import PAGE_PARAMS, fmt
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["residual"]}
 DEFAULT_TITLE = "24 blocks, width 32, LayerNorm: median of 3 seed(s)"
+WARMUP_TITLE = "At initialization, width 32, LayerNorm: median of 3 seed(s)"
 
 
 def _titles(at) -> list[str]:
@@ -37,10 +38,13 @@ def test_default_view() -> None:
     assert "Post-norm: the stream is renormalized" in page
     assert "No normalization:" in page
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    assert len(specs) == 1  # training waits for the button
+    assert len(specs) == 2  # init and warm-up; training waits for the button
     names = {t.get("name") for t in specs[0]["data"]}
     assert set(rs.PLACEMENT_LABELS.values()) <= names
     assert specs[0]["layout"]["title"]["text"].startswith(DEFAULT_TITLE)
+    assert specs[1]["layout"]["title"]["text"].startswith(WARMUP_TITLE)
+    assert "Post-norm: the last block's gradient norm" in page
+    assert "Xiong et al. 2020" in page
     assert any("Press **Train**" in i.value for i in at.info)
     assert not at.warning
     # both sections' settings are in the URL from the first run: a copied link is complete
@@ -72,17 +76,19 @@ def test_a_link_reproduces_both_sections() -> None:
     link = {
         **{n: fmt(p.default) for n, p in PARAMS.items()},
         **{"depth": "6", "n_seeds": "1", "width": "16", "norm": "rms", "block": "mixer"},
+        **{"wu_width": "16", "wu_norm": "rms", "wu_block": "mixer", "wu_seeds": "1"},
         **{"tr_depth": "6", "tr_width": "16", "tr_norm": "rms", "tr_steps": "20", "lr": "0.1"},
     }
     at = run_app("residual", link)
     assert_clean(at)
     assert not at.warning
     assert _titles(at)[0].startswith("6 blocks, width 16, RMSNorm: median of 1 seed(s)")
+    assert _titles(at)[1].startswith("At initialization, width 16, RMSNorm: median of 1 seed(s)")
     assert at.slider(key="tr_depth").value == 6 and at.select_slider(key="lr").value == 0.1
     # training still waits for the button; then it runs the link's settings
     at.button(key="res_tr_go").click().run()
     assert_clean(at)
-    assert "Training 6 blocks at learning rate 0.1" in _titles(at)[1]
+    assert "Training 6 blocks at learning rate 0.1" in _titles(at)[2]
     assert "Showing the last run" not in texts(at)
     assert {n: url_value(at, n) for n in link} == link
 
@@ -128,7 +134,7 @@ def test_hostile_urls_do_not_break_the_page(query: dict[str, str]) -> None:
     at = run_app("residual", query=query)
     assert_clean(at)
     assert at.warning  # a bad or unknown value is reported, never silently used
-    assert len(at.get("plotly_chart")) == 1
+    assert len(at.get("plotly_chart")) == 2
 
 
 @pytest.mark.parametrize(
@@ -147,6 +153,8 @@ def test_hostile_urls_do_not_break_the_page(query: dict[str, str]) -> None:
             "tr_width": "abc",
             "tr_norm": "",
             "tr_block": "<b>",
+            "wu_width": "7",
+            "wu_seeds": "9",
         },
         # a link that sets a few: the bad ones named, the missing ones listed
         {"depth": "-1", "lr": "0.5"},
@@ -176,7 +184,7 @@ def test_residual_in_browser(page, server) -> None:
     page.get_by_text("in 10 steps").first.wait_for(timeout=300_000)
     wait_done(page, timeout=300_000)
     assert_no_exception(page)
-    page.locator(".js-plotly-plot").nth(1).wait_for()
-    assert page.locator(".js-plotly-plot").count() == 2
-    page.locator(".js-plotly-plot").nth(1).scroll_into_view_if_needed()
+    page.locator(".js-plotly-plot").nth(2).wait_for()
+    assert page.locator(".js-plotly-plot").count() == 3
+    page.locator(".js-plotly-plot").nth(2).scroll_into_view_if_needed()
     screenshot(page, "residual")

@@ -94,6 +94,22 @@ def test_pools_is_read_from_the_registry() -> None:
     assert worked.controls("batch") == ("column means", "column variances")
 
 
+def test_one_framing_rows_are_samples() -> None:
+    """The matrix is a batch (N, C): BatchNorm pools axis 0 (samples), LayerNorm axis 1."""
+    assert worked.pooled_axis("batch").startswith("axis 0, the N samples")
+    assert worked.pooled_axis("layer").startswith("axis 1, the C features")
+    x = np.array([[1.0, -2.0, 0.5], [2.0, 0.0, 1.5], [0.0, 3.0, 2.0], [4.0, 1.0, -1.0]])
+    t = torch.from_numpy(x)
+    bn = torch.nn.BatchNorm1d(3, eps=worked.EPS, affine=False, dtype=t.dtype).train()
+    with torch.no_grad():
+        np.testing.assert_allclose(worked.method_steps(x, "batch").output, bn(t), atol=1e-12)
+    words = " ".join(
+        [worked.INTRO, worked.EDITOR_HELP, worked.summary(worked.method_steps(x, "batch"))]
+    )
+    assert "samples" in words and "(N, C)" in words
+    assert "token" not in words.lower() and "(1, T, C)" not in words
+
+
 def test_moments_table_says_who_pins_what() -> None:
     t = worked.moments_table(worked.SOURCE_MATRIX)
     assert list(t.index) == ["column means", "column variances", "row means", "row variances"]

@@ -18,12 +18,16 @@ from normviz.batchnorm import (
     batch_size,
     bessel,
     checkpoint,
+    evalmode,
     freeze,
+    gradients,
     model,
+    noise,
     order,
     running,
     shift,
     sync,
+    where,
 )
 from normviz.batchnorm.lab import (
     CONVENTION_LABELS,
@@ -38,18 +42,23 @@ from normviz.batchnorm.lab import (
     setup_caption,
 )
 from normviz.knobs import Knob, merge
+from normviz.methods import METHODS
 from normviz.sections import Section, slugs
 
 SECTIONS: tuple[Section, ...] = (
     running.SECTION,
+    evalmode.SECTION,
     bessel.SECTION,
     batch_size.SECTION,
+    noise.SECTION,
     shift.SECTION,
     order.SECTION,
     accumulation.SECTION,
     sync.SECTION,
     freeze.SECTION,
     checkpoint.SECTION,
+    where.SECTION,
+    gradients.SECTION,
     model.SECTION,
 )
 # more sections shown under a section's tab, after it (they have no tab or `sim` value)
@@ -60,6 +69,8 @@ CHANNEL_VIEWS: dict[str, str] = {
     running.SECTION.slug: "bn_channel",
     order.SECTION.slug: "bn_order_channel",
 }
+# how a section knob's choice reads in its widget
+CHOICE_LABELS: dict[str, str] = {**{k: m.label for k, m in METHODS.items()}, **gradients.INITS}
 SIM = Knob("sim", SECTIONS[0].slug, choices=slugs(SECTIONS), label="Section")
 KNOBS: tuple[Knob, ...] = merge(LAB_KNOBS, *(s.knobs for s in SECTIONS), (SIM,))
 
@@ -71,6 +82,7 @@ def example_setup() -> LabSetup:
 
 __all__ = [
     "CHANNEL_VIEWS",
+    "CHOICE_LABELS",
     "CONVENTION_LABELS",
     "HELP",
     "INTRO",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,43 @@ class StateEntry:
     values: np.ndarray  # flattened
 
 
+@dataclass(frozen=True)
+class LoadCase:
+    """What strict `load_state_dict` does with a checkpoint that lacks num_batches_tracked."""
+
+    metadata: bool  # the dict still carries torch's `_metadata` (the BatchNorm version, 2)
+    loaded: bool  # torch accepted it
+    message: str  # torch's error, one line ("" when it loaded)
+    counter: int | None  # num_batches_tracked of the loaded layer (None: not loaded)
+
+
+def load_without_counter(
+    saved: Mapping[str, torch.Tensor], build: Callable[[], torch.nn.Module]
+) -> tuple[LoadCase, ...]:
+    """Drop num_batches_tracked from a state_dict and load it strictly, without and with
+    the `_metadata` torch.save keeps. `build()` makes a fresh BatchNorm layer.
+
+    A dict rebuilt by a comprehension loses `_metadata`; torch then reads the entry as a
+    checkpoint written before BatchNorm had the counter (version < 2) and fills it in.
+    """
+    meta = getattr(saved, "_metadata", None)
+    cases = []
+    for keep in (False, True):
+        sd: OrderedDict[str, torch.Tensor] = OrderedDict(
+            (k, v) for k, v in saved.items() if k != "num_batches_tracked"
+        )
+        if keep and meta is not None:
+            sd._metadata = meta  # type: ignore[attr-defined]
+        layer = build()
+        try:
+            layer.load_state_dict(sd)
+        except RuntimeError as e:
+            cases.append(LoadCase(keep, False, " ".join(str(e).split()), None))
+        else:
+            cases.append(LoadCase(keep, True, "", int(layer.num_batches_tracked)))
+    return tuple(cases)
+
+
 CHECKPOINT_VARIANTS: tuple[str, ...] = (
     "trained layer",
     "checkpoint with buffers",
@@ -65,6 +103,7 @@ class CheckpointResult:
     out_std: np.ndarray  # (3, C)
     steps: int  # optimizer steps the layer was trained for
     momentum: float | None  # nn.BatchNorm's momentum
+    no_counter: tuple[LoadCase, ...] = ()  # strict loads without the counter: no _metadata, with
 
 
 @one_thread()
@@ -100,7 +139,12 @@ def checkpoint_demo(setup: LabSetup, lr: float = 0.1) -> CheckpointResult:
         )
         for k, v in saved.items()
     )
-    full = torch_batchnorm(setup.layout, setup.C, setup.eps, momentum)
+
+    def build() -> torch.nn.Module:
+        return torch_batchnorm(setup.layout, setup.C, setup.eps, momentum)
+
+    no_counter = load_without_counter(saved, build)
+    full = build()
     full.load_state_dict(saved)
     partial = torch_batchnorm(setup.layout, setup.C, setup.eps, momentum)
     report = partial.load_state_dict({k: v for k, v in saved.items() if k in params}, strict=False)
@@ -122,6 +166,7 @@ def checkpoint_demo(setup: LabSetup, lr: float = 0.1) -> CheckpointResult:
         np.stack(stds),
         steps,
         momentum,
+        no_counter,
     )
 
 
@@ -170,14 +215,42 @@ def table(res: CheckpointResult) -> pd.DataFrame:
     )
 
 
+def _case_text(case: LoadCase) -> str:
+    """One strict load of a checkpoint without num_batches_tracked, as torch answered it."""
+    how = "with its `_metadata` kept"
+    if not case.metadata:
+        how = "rebuilt as a plain dict (no `_metadata`)"
+    if case.loaded:
+        return (
+            f"- {how}: it loads, and num_batches_tracked = {case.counter}: torch took it for "
+            "a checkpoint older than the counter (BatchNorm version < 2) and filled in the "
+            "fresh layer's value."
+        )
+    return f"- {how}: torch refuses it: `{case.message}`"
+
+
 def notes(res: CheckpointResult) -> Sequence[str]:
-    return (
+    filled = "num_batches_tracked" not in res.missing
+    out = [
         "Loading only the parameters with `load_state_dict(..., strict=False)` reports "
-        f"missing keys {list(res.missing)} and carries on with fresh buffers (torch quietly "
-        "fills in num_batches_tracked).",
+        f"missing keys {list(res.missing)} and carries on with fresh buffers."
+        + (
+            " num_batches_tracked is not in that list: the trimmed dict lost torch's "
+            "`_metadata`, so torch filled the counter in."
+            if filled
+            else ""
+        ),
+    ]
+    if res.no_counter:
+        out.append(
+            "A checkpoint that keeps both statistics but lacks num_batches_tracked, loaded "
+            "strictly into a fresh layer:\n\n" + "\n".join(_case_text(c) for c in res.no_counter)
+        )
+    out.append(
         f"The layer was trained for {res.steps} steps with momentum {res.momentum}; bars are "
-        "per-channel means of the evaluation outputs, whiskers their standard deviation.",
+        "per-channel means of the evaluation outputs, whiskers their standard deviation."
     )
+    return tuple(out)
 
 
 SECTION = Section("checkpoint", "Checkpoints", INTRO, run, figure=figure, table=table, notes=notes)

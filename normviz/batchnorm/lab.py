@@ -21,15 +21,29 @@ from normviz.errors import NormConfigError
 from normviz.knobs import Knob
 from normviz.layouts import LAYOUTS
 from normviz.limits import max_elements
+from normviz.methods import METHODS, STANDARD_METHODS
 from normviz.running import RunningStats
 
 TITLE = "BatchNorm lab"
-INTRO = (
-    "BatchNorm is the one common normalization that behaves differently in training and in "
-    "evaluation: training uses the statistics of the current batch, evaluation uses running "
-    "averages collected during training. Each tab below makes one way this goes wrong "
-    "visible, with every number equal to what torch's own BatchNorm computes."
-)
+
+
+def _intro() -> str:
+    """The lab's opening: train ≠ eval, and which methods share it (read off the registry)."""
+    differ = [METHODS[k].label for k in STANDARD_METHODS if METHODS[k].train_eval_differ]
+    verb = "does" if len(differ) == 1 else "do"
+    inst = METHODS["instance"]
+    return (
+        "BatchNorm behaves differently in training and in evaluation: training normalizes "
+        "with the statistics of the current batch, evaluation with running averages "
+        "collected during training. Of the common normalizations only "
+        f"{' and '.join(differ)} {verb} this by default; {inst.label} keeps the same "
+        f"behaviour in both modes only {inst.train_eval_note}. Each tab below makes one "
+        "way this goes wrong visible, or shows what BatchNorm does besides, with every "
+        "number equal to what torch's own BatchNorm computes."
+    )
+
+
+INTRO = _intro()
 
 TRAIN_SAMPLES = 4096  # the training set minibatches are drawn from
 HELD_OUT = 512  # fresh samples of the same distribution, for evaluation
@@ -38,7 +52,7 @@ STREAM_CAP = 2**27  # elements one stream may push through BatchNorm in total
 CONVENTIONS: tuple[str, ...] = ("pytorch", "keras", "cumulative")
 CONVENTION_LABELS: dict[str, str] = {
     "pytorch": "PyTorch (m)",
-    "keras": "Keras (momentum)",
+    "keras": "Keras 3 (momentum)",
     "cumulative": "Cumulative (momentum=None)",
 }
 
@@ -53,7 +67,7 @@ HELP: dict[str, str] = {
     "batch_size": "Samples per training batch. Each channel's statistics pool "
     "b × (values per sample) numbers.",
     "steps": "Batches fed to BatchNorm in training.",
-    "convention": "PyTorch: new = (1 − m)·old + m·batch. Keras: new = momentum·old + "
+    "convention": "PyTorch: new = (1 − m)·old + m·batch. Keras 3: new = momentum·old + "
     "(1 − momentum)·batch. Cumulative: the plain average of every batch so far.",
     "momentum": "The number in the chosen rule: PyTorch m = 0.1 is Keras momentum = 0.9. "
     "Switching the rule converts it.",

@@ -22,8 +22,8 @@ INTRO = (
     "per-sample method. Accuracy is measured in training mode (test data in batches of "
     "the training size) and in evaluation mode, on clean and on shifted test data. With "
     "batches of 2, every training batch is normalized with the statistics of just two "
-    "samples; the running statistics used in evaluation cannot reproduce what the network "
-    "learned on, and its accuracy drops."
+    "samples, which the running statistics used in evaluation do not reproduce. The notes "
+    "below say what that does to the accuracy of these networks."
 )
 COMPARE = Knob("compare", "group", choices=COMPARABLE, label="Compare with")
 
@@ -88,17 +88,51 @@ def table(report: ModelReport) -> pd.DataFrame:
     return df
 
 
+def _points(a: float, b: float, other: str) -> str:
+    """a against b (the score of `other`) in percentage points, in words."""
+    d = round(100 * (a - b))
+    if d == 0:
+        return f"the same as {other}"
+    return f"{abs(d)} points {'higher' if d > 0 else 'lower'} than {other}"
+
+
 def notes(report: ModelReport) -> Sequence[str]:
+    """The setup, then what the chart shows, every comparison computed from the scores."""
     cfg = report.config
-    return (
+    seen = "; ".join(
+        f"with batches of {b} a network sees {b * cfg.steps:,} samples" for b in cfg.batch_sizes
+    )
+    out = [
         f"Each network takes {cfg.steps} Adam steps on {cfg.n_train} samples of "
         f"{cfg.features} raw features ({cfg.classes} classes, chance {report.chance:.0%}); "
-        f"the test set has {cfg.n_test} samples. Seeded by the sidebar's seed.",
-        "Notice that BatchNorm's *training-mode* accuracy does not move with the shift: in "
-        "training mode every test batch is re-centred and re-scaled with its own statistics, "
-        "which undoes any shift or scale of the features. Evaluation mode keeps the training "
-        "statistics, so it is the mode that pays for the shift, and the only one you deploy.",
-    )
+        f"the test set has {cfg.n_test} samples. Seeded by the sidebar's seed. Equal steps "
+        f"mean unequal data: {seen}.",
+    ]
+    bn = {r.batch_size: r for r in report.rows if r.method == "batch"}
+    small, normal = bn.get(cfg.small_batch), bn.get(cfg.normal_batch)
+    if small is not None and normal is not None:
+        out.append(
+            f"BatchNorm trained with batches of {small.batch_size} scores "
+            f"{small.eval_clean:.0%} in evaluation mode and {small.train_clean:.0%} in "
+            f"training mode (test batches of {small.batch_size}): evaluation mode is "
+            f"{_points(small.eval_clean, small.train_clean, 'training mode')}. In evaluation "
+            "mode it is "
+            + _points(
+                small.eval_clean,
+                normal.eval_clean,
+                f"BatchNorm trained with batches of {normal.batch_size} ({normal.eval_clean:.0%})",
+            )
+            + "."
+        )
+    moved = max(abs(r.train_shifted - r.train_clean) for r in bn.values()) if bn else 1.0
+    if moved < 0.005:
+        out.append(
+            "BatchNorm's *training-mode* accuracy does not move with the shift: in training "
+            "mode every test batch is re-centred and re-scaled with its own statistics, which "
+            "undoes any shift or scale of the features. Evaluation mode keeps the training "
+            "statistics, so it is the mode that pays for the shift, and the only one you deploy."
+        )
+    return tuple(out)
 
 
 SECTION = Section(

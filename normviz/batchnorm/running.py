@@ -31,8 +31,8 @@ INTRO = (
     "variance, and folds them into two running buffers. Evaluation later uses only those "
     "buffers, so they should end up near the statistics of the whole training set "
     "(dashed). A larger weight per batch follows the batches faster but also their noise. "
-    "Keras writes the same rule with momentum = 1 − m: PyTorch's default m = 0.1 is "
-    "Keras' 0.9, and Keras' usual 0.99 is PyTorch's 0.01 (a memory of about 100 batches)."
+    "Keras 3 writes the same rule with momentum = 1 − m: PyTorch's default m = 0.1 is "
+    "Keras' 0.9, and Keras' default 0.99 is PyTorch's 0.01 (a memory of about 100 batches)."
 )
 
 
@@ -185,7 +185,7 @@ def notes(trace: RunningTrace) -> Sequence[str]:
             f"The dotted orange line is the **{trace.twin}** rule with momentum "
             f"**{trace.twin_momentum:g}**: its running *mean* lies exactly on the blue one. "
             f"The *variances* differ: PyTorch feeds running_var the unbiased batch variance "
-            f"(× n/(n−1) = × {trace.bessel:.4g} here), Keras the biased one."
+            f"(× n/(n−1) = × {trace.bessel:.4g} here), Keras 3 the biased one."
         )
     return out
 

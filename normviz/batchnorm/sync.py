@@ -1,4 +1,8 @@
-"""Synchronized BatchNorm: K devices all-reduce Σx, Σx² and the count, then normalize locally."""
+"""Synchronized BatchNorm: K devices all-reduce Σx, Σx² and the count, then normalize locally.
+
+torch's nn.SyncBatchNorm all-gathers (mean, invstd, count) instead; both give the same
+global statistics (tests/test_batchnorm_syncbn_gloo.py runs this reduction over gloo).
+"""
 
 from __future__ import annotations
 
@@ -22,10 +26,15 @@ from normviz.sections import Progress, Section
 
 INTRO = (
     "With data parallelism each device normalizes its own local batch of b. Synchronized "
-    "BatchNorm has every device send three numbers per channel (Σx, Σx² and the count) "
-    "to an all-reduce, so all of them normalize with the mean and variance of all K·b "
-    "samples: exactly one big batch. The test suite checks this simulation against real "
-    "processes all-reducing over torch.distributed (gloo)."
+    "BatchNorm makes every device normalize with the mean and variance of all K·b samples: "
+    "exactly one big batch. Here each device sends three numbers per channel (Σx, Σx² and "
+    "the count) to an all-reduce (a sum over devices). torch's `nn.SyncBatchNorm` "
+    "exchanges a different triple: it all-gathers each device's (mean, 1/√(var + ε), "
+    "count) and combines them into the same global mean and variance, so the two are "
+    "equivalent formulations of one computation. What the test suite checks: this "
+    "reduction, run by real processes all-reducing over torch.distributed's gloo backend "
+    "on the CPU, gives the simulation's outputs and running buffers at every step. "
+    "`nn.SyncBatchNorm` itself is not run, since it needs GPUs."
 )
 DEVICES = Knob("devices", 4, lo=1, hi=16, label="Devices (K)")
 

@@ -7,6 +7,9 @@ A stack of L residual blocks, each `x + F(Norm(x))` (pre-norm), `Norm(x + F(x))`
 - `init`: at initialization, over a few seeds, the activation scale after every
   block and the gradient reaching every block's input, through the whole network
   and through the identity (skip) paths alone (module `depth`);
+- `warmup`: at initialization, the gradient norm of every block's parameters for stacks
+  of 6, 12 and 24 blocks: large near the output in post-norm whatever the depth,
+  shrinking with depth in pre-norm (why post-norm needs warm-up; module `warmup`);
 - `training`: a short full-batch Adam run showing which placements diverge as depth
   or learning rate grows (module `training`).
 
@@ -16,7 +19,7 @@ Pure torch, seeded, CPU. `model` holds the stack and the task all sections share
 from __future__ import annotations
 
 from normviz.knobs import merge
-from normviz.residual import depth, placement, training
+from normviz.residual import depth, placement, training, warmup
 from normviz.residual.depth import MAX_SEEDS, InitProfile, init_profile, stack_statistics
 from normviz.residual.model import (
     BLOCKS,
@@ -47,9 +50,15 @@ from normviz.residual.training import (
     train_all,
     train_stack,
 )
+from normviz.residual.warmup import OutputGradients, block_gradients, output_gradients
 from normviz.sections import Section
 
-SECTIONS: tuple[Section, ...] = (placement.SECTION, depth.SECTION, training.SECTION)
+SECTIONS: tuple[Section, ...] = (
+    placement.SECTION,
+    depth.SECTION,
+    warmup.SECTION,
+    training.SECTION,
+)
 KNOBS = merge(*(s.knobs for s in SECTIONS))  # the page's URL parameters
 
 
@@ -76,6 +85,7 @@ __all__ = [
     "STALL_FRACTION",
     "FeatureMLP",
     "InitProfile",
+    "OutputGradients",
     "ResidualConfigError",
     "ResidualStack",
     "Setup",
@@ -83,11 +93,13 @@ __all__ = [
     "Sublayer",
     "TokenMLP",
     "TrainRun",
+    "block_gradients",
     "build_stack",
     "choice_label",
     "example_setup",
     "init_profile",
     "make_task",
+    "output_gradients",
     "stack_statistics",
     "task_loss",
     "train_all",

@@ -1,10 +1,11 @@
-"""What both of the page's figures share: one colour, dash and hover text per placement."""
+"""What the page's figures share: one colour, dash and hover text per placement."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+import plotly.graph_objects as go
 
 from normviz import style
 from normviz.residual.model import PLACEMENT_LABELS
@@ -39,3 +40,54 @@ def hover(placement: str, x_name: str) -> str:
 def line(placement: str) -> dict[str, object]:
     """The placement's line style."""
     return {"color": PLACEMENT_COLOURS[placement], "dash": PLACEMENT_DASH[placement], "width": 3}
+
+
+def median_traces(
+    xs: list[int], vals: np.ndarray, placement: str, x_name: str, legend: bool
+) -> list[go.Scatter]:
+    """The median over seeds (rows of `vals`) as a line, and their range as a band (2+ seeds)."""
+    colour = PLACEMENT_COLOURS[placement]
+    name = PLACEMENT_LABELS[placement]
+    out = []
+    if vals.shape[0] > 1:
+        lo, hi = np.min(vals, axis=0), np.max(vals, axis=0)
+        out.append(
+            go.Scatter(
+                x=xs + xs[::-1],
+                y=rounded(hi) + rounded(lo)[::-1],
+                fill="toself",
+                fillcolor=rgba(colour, 0.18),
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=placement,
+                name=f"{name} range",
+            )
+        )
+    with np.errstate(invalid="ignore"):
+        med = np.median(vals, axis=0)
+    out.append(
+        go.Scatter(
+            x=xs,
+            y=rounded(med),
+            mode="lines",
+            line=line(placement),
+            name=name,
+            legendgroup=placement,
+            showlegend=legend,
+            hovertemplate=hover(placement, x_name),
+        )
+    )
+    return out
+
+
+def finish_panels(fig: go.Figure, title: str, presenter: bool, height: int) -> go.Figure:
+    """Title, legend below, the house style, and room for the title above the panel titles."""
+    fig.update_layout(
+        title_text=title,
+        legend={"orientation": "h", "y": -0.25, "x": 0},
+        hovermode="closest",
+    )
+    style.apply(fig, presenter, height=height)
+    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
+    return fig

@@ -16,9 +16,8 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
-from normviz import style
 from normviz.knobs import Knob, Value
-from normviz.residual.curves import PLACEMENT_COLOURS, hover, line, rgba, rounded
+from normviz.residual.curves import finish_panels, median_traces
 from normviz.residual.model import (
     PLACEMENT_LABELS,
     PLACEMENTS,
@@ -39,7 +38,9 @@ INTRO = (
     "The left panel is the size of the residual stream after each block, the middle "
     "one the gradient that reaches each block's input. The right panel keeps only the "
     "skip paths (the branches' outputs count as constants): it shows what the identity "
-    "path alone delivers."
+    "path alone delivers. All of this is about gradients on their way to the *input*; why "
+    "post-norm needs learning-rate warm-up is a different story, told by the gradients "
+    "near the *output* (next section)."
 )
 INIT_NOTE = (
     "Branch weights use He initialization so that each F roughly keeps the scale of its "
@@ -112,10 +113,12 @@ class InitProfile:
                 )
             elif p == "post":
                 out.append(
-                    f"{name}: the stream is renormalized to RMS 1 after every block, but each "
+                    f"{name}: the stream is renormalized to RMS 1 after every block, and each "
                     f"norm also rescales the gradient passing back through it: along the skip "
-                    f"paths alone only {skip:.2g} of the gradient reaches block 0, so block 0 "
-                    "learns only through the branches."
+                    f"paths alone only {skip:.2g} of the output's gradient reaches block 0. "
+                    "Block 0's own parameters still get a gradient: it travels down the skip "
+                    "connections (through their norms) and through every later block's branch, "
+                    f"and in full it is {full:.3g}× the one at the top."
                 )
             else:
                 over = self.overflow_block(p)
@@ -197,56 +200,16 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
     for col, (attr, _) in enumerate(PANELS, start=1):
         data = getattr(profile, attr)
         for i, p in enumerate(profile.placements):
-            vals = data[i]  # (seeds, L + 1)
-            with np.errstate(invalid="ignore"):
-                med = np.median(vals, axis=0)
-            colour = PLACEMENT_COLOURS[p]
-            if vals.shape[0] > 1:
-                lo, hi = np.min(vals, axis=0), np.max(vals, axis=0)
-                fig.add_trace(
-                    go.Scatter(
-                        x=xs + xs[::-1],
-                        y=rounded(hi) + rounded(lo)[::-1],
-                        fill="toself",
-                        fillcolor=rgba(colour, 0.18),
-                        line={"width": 0},
-                        hoverinfo="skip",
-                        showlegend=False,
-                        legendgroup=p,
-                        name=f"{PLACEMENT_LABELS[p]} range",
-                    ),
-                    row=1,
-                    col=col,
-                )
-            fig.add_trace(
-                go.Scatter(
-                    x=xs,
-                    y=rounded(med),
-                    mode="lines",
-                    line=line(p),
-                    name=PLACEMENT_LABELS[p],
-                    legendgroup=p,
-                    showlegend=col == 1,
-                    hovertemplate=hover(p, "block"),
-                ),
-                row=1,
-                col=col,
-            )
+            for trace in median_traces(xs, data[i], p, "block", legend=col == 1):
+                fig.add_trace(trace, row=1, col=col)
         fig.update_yaxes(type="log", exponentformat="power", row=1, col=col)
         fig.update_xaxes(title_text="block l (0 = input)", row=1, col=col)
     cfg = profile.config
-    fig.update_layout(
-        title_text=(
-            f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}: "
-            f"median of {len(profile.seeds)} seed(s), band = range"
-        ),
-        legend={"orientation": "h", "y": -0.25, "x": 0},
-        hovermode="closest",
+    title = (
+        f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}: "
+        f"median of {len(profile.seeds)} seed(s), band = range"
     )
-    style.apply(fig, presenter, height=480)
-    # room for the figure title above the three panel titles
-    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
-    return fig
+    return finish_panels(fig, title, presenter, height=480)
 
 
 def notes(profile: InitProfile) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from normviz import sources
 from normviz.knobs import Value
 from normviz.residual.model import PLACEMENT_LABELS, Setup
 from normviz.sections import Progress, Section
@@ -19,14 +20,22 @@ PRE_FORMULA = r"x_{l+1} = x_l + F_l\big(\mathrm{Norm}(x_l)\big)"
 POST_FORMULA = r"x_{l+1} = \mathrm{Norm}\big(x_l + F_l(x_l)\big)"
 WHY_TITLE = "Why does the placement matter?"
 WHY = (
-    "Backpropagation multiplies the gradient by each layer's Jacobian on the way down. "
-    "In pre-norm the skip path is a plain sum, so its Jacobian is the identity: the "
-    "gradient of the output reaches every block intact, however deep the stack. In "
-    "post-norm the sum is normalized, and a norm's Jacobian divides by the standard "
-    "deviation of its input (larger than 1 once F adds to x), so the skip path shrinks "
-    "the gradient a little at every block. Deep post-norm transformers therefore need "
-    "learning-rate warm-up and care; pre-norm trains with less fuss, at the price of a "
-    "stream whose scale grows with depth."
+    "Two questions are easy to mix up here.\n\n"
+    "**How do gradients travel toward the input?** Backpropagation multiplies the gradient "
+    "by each layer's Jacobian on the way down. In pre-norm the skip path is a plain sum, "
+    "so its Jacobian is the identity: the skip path alone delivers the output's gradient "
+    "to every block intact, however deep the stack. In post-norm the sum is normalized, "
+    "and a norm's Jacobian divides by the standard deviation of its input (larger than 1 "
+    "once F adds to x), so along the skip path alone the gradient shrinks a little at "
+    "every block. The branches carry gradient too, so the full gradient can end up "
+    "smaller or larger (*At initialization* measures both).\n\n"
+    "**Why do deep post-norm transformers need learning-rate warm-up?** "
+    f"{sources.cite('xiong2020')} find the answer elsewhere, near the *output*: at "
+    "initialization their gradients are large in post-norm and do not shrink with depth, "
+    "while in pre-norm they shrink as the stack gets deeper (*Why post-norm needs "
+    "warm-up* measures it). Large gradients there mean large first updates at a large "
+    "learning rate; warm-up keeps the first steps small. Pre-norm trains with less fuss, "
+    "at the price of a stream whose scale grows with depth."
 )
 
 

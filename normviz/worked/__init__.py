@@ -1,10 +1,11 @@
 """Worked example (/worked-example): BatchNorm and LayerNorm on a small matrix, step by step.
 
-The matrix is read as a (1, T, C) tensor in the BTC layout: its rows are tokens,
-its columns are features. BatchNorm then pools each column (one statistic per
-feature) and LayerNorm pools each row (one statistic per token); which of the two
-a method pools is read from its axis contract, not restated here. Every number
-comes from normviz.normalize and is checked against the torch.nn layer.
+The matrix is a batch of N samples with C features each, shape (N, C): its rows are
+samples, its columns features (as the source text's `x.mean(0)` and `nn.BatchNorm1d`
+read it). BatchNorm pools each column (axis 0, the samples: one statistic per
+feature) and LayerNorm each row (axis 1, the features: one statistic per sample);
+which of the two a method pools is read from its axis contract, not restated here.
+Every number comes from normviz.normalize and is checked against the torch.nn layer.
 
 The page's setup is the edited matrix (`Matrix`, a tuple of rows). Its sections,
 in order: `steps` (module `walkthrough`), `source` (the source text's printed
@@ -39,6 +40,7 @@ from normviz.worked.steps import (
     fmt,
     fmt_list,
     method_steps,
+    pooled_axis,
     pools,
     setup_from,
     statistic_latex,
@@ -101,6 +103,7 @@ __all__ = [
     "make_worked_figure",
     "method_steps",
     "moments_table",
+    "pooled_axis",
     "pools",
     "preset_frame",
     "refusal_text",

@@ -11,7 +11,7 @@ from normviz.worked.steps import MAX_SIZE, SOURCE_MATRIX, Matrix, WorkedInputErr
 
 EDITOR_HELP = (
     f"Edit any cell, add or delete rows (up to {MAX_SIZE}): everything below "
-    "recomputes. The rows are tokens, the columns features: a (1, T, C) tensor."
+    "recomputes. The rows are samples, the columns features: a batch of shape (N, C)."
 )
 
 

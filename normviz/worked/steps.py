@@ -1,10 +1,11 @@
 """The worked example: BatchNorm and LayerNorm on a small matrix, step by step.
 
-The matrix is read as a (1, T, C) tensor in the BTC layout: its rows are tokens,
-its columns are features. BatchNorm then pools each column (one statistic per
-feature) and LayerNorm pools each row (one statistic per token); which of the two
-a method pools is read from its axis contract, not restated here. Every number
-comes from normviz.normalize and is checked against the torch.nn layer.
+The matrix is a batch of N samples with C features each, shape (N, C), as in the
+source text (`x.mean(0)` averages over the samples) and as `nn.BatchNorm1d` takes
+it. BatchNorm pools axis 0, the samples: one mean and variance per feature (a
+column). LayerNorm pools axis 1, the features: one mean and variance per sample (a
+row). Which of the two a method pools is read from its axis contract, not restated
+here. Every number comes from normviz.normalize and is checked against torch.nn.
 """
 
 from __future__ import annotations
@@ -80,9 +81,20 @@ def setup_from(data: object) -> Matrix:
 
 
 def pools(method: str) -> str:
-    """ "column" or "row": what one statistic pools when the matrix is a (1, T, C) tensor."""
-    axes = contract(method, "BTC", (1, 2, 2)).axes
-    return "row" if "C" in axes else "column"
+    """ "column" or "row": what one statistic pools when the matrix is a batch (N, C).
+
+    The matrix enters the BTC layout as (N, 1, C), N samples of one position each: a
+    contract that pools the samples (B) pools a column, one that pools C pools a row.
+    """
+    axes = contract(method, "BTC", (2, 1, 2)).axes
+    return "column" if "B" in axes else "row"
+
+
+def pooled_axis(method: str) -> str:
+    """In words, the axis of the (N, C) matrix one statistic pools."""
+    if pools(method) == "column":
+        return "axis 0, the N samples (one statistic per feature)"
+    return "axis 1, the C features (one statistic per sample)"
 
 
 @dataclass(frozen=True)
@@ -121,7 +133,7 @@ class MethodSteps:
 
 
 def torch_reference(x: np.ndarray, method: str, eps: float = EPS) -> np.ndarray:
-    """The same normalization by torch.nn: BatchNorm1d (training) or LayerNorm on (rows, C)."""
+    """The same normalization by torch.nn: BatchNorm1d (training) or LayerNorm on (N, C)."""
     t = torch.from_numpy(np.ascontiguousarray(x))
     if method == "batch":
         layer: nn.Module = nn.BatchNorm1d(
@@ -136,7 +148,7 @@ def torch_reference(x: np.ndarray, method: str, eps: float = EPS) -> np.ndarray:
 
 
 def method_steps(data: object, method: str, eps: float = EPS) -> MethodSteps:
-    """normalize() on the matrix as a (1, T, C) tensor, split into its statistics.
+    """normalize() on the matrix as a batch of N samples (N, C), split into its statistics.
 
     Raises:
         WorkedInputError: a bad matrix or method.
@@ -145,11 +157,11 @@ def method_steps(data: object, method: str, eps: float = EPS) -> MethodSteps:
     if method not in METHODS_SHOWN:
         raise WorkedInputError(f"the worked example shows {', '.join(METHODS_SHOWN)}, not {method}")
     x = as_matrix(data)
-    res = normalize(torch.from_numpy(x)[None], method, "BTC", eps=eps)  # (1, T, C)
-    out = res.output[0].numpy()
+    res = normalize(torch.from_numpy(x)[:, None, :], method, "BTC", eps=eps)  # (N, 1, C)
+    out = res.output[:, 0].numpy()
     assert res.mean is not None  # both methods shown are centred
-    mean = res.mean[0].numpy()  # (1, C) per column or (T, 1) per row
-    var = res.var[0].numpy()
+    mean = res.mean[:, 0].numpy()  # (1, C) per column or (N, 1) per row
+    var = res.var[:, 0].numpy()
     along = pools(method)
     view = (lambda a: a.T) if along == "column" else (lambda a: a)
     stats = tuple(

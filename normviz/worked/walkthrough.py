@@ -29,12 +29,15 @@ from normviz.worked.steps import (
     fmt,
     fmt_list,
     method_steps,
+    pooled_axis,
 )
 
 INTRO = (
-    "Both methods apply the same formula to the same 2×3 matrix. BatchNorm takes μ and σ² "
-    "down each column (a feature, across the samples); LayerNorm takes them along each row "
-    "(one sample, across its features). Change the numbers and follow every step."
+    "The matrix is a batch of N samples (its rows) with C features each (its columns), "
+    "shape (N, C), as `nn.BatchNorm1d` reads it. Both methods apply the same formula to it. "
+    "BatchNorm takes μ and σ² down each column, over axis 0 (one feature, across the "
+    "samples); LayerNorm takes them along each row, over axis 1 (one sample, across its "
+    "features). Change the numbers and follow every step."
 )
 AFFINE = "Here γ = 1 and β = 0, as in a freshly initialized layer."
 STEPS_INTRO = (
@@ -74,7 +77,8 @@ def heading(steps: MethodSteps) -> str:
 def summary(steps: MethodSteps) -> str:
     """What one statistic pools, with the numbers."""
     return (
-        f"{steps.label} pools each **{steps.pools}**: m = {len(steps.stats[0].values)} values "
+        f"{steps.label} pools each **{steps.pools}**, {pooled_axis(steps.method)}: "
+        f"m = {len(steps.stats[0].values)} values "
         f"feed one μ and one σ² (divided by m, not m − 1), and ε = {steps.eps:g}."
     )
 
