@@ -17,7 +17,6 @@ class PageInfo:
     blurb: str  # one line for the home page's map
     topic: str  # the normviz package that holds its compute, figures and words
 
-
     @property
     def file(self) -> Path:
         return ROOT / "pages" / f"{self.path}.py"
