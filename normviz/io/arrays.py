@@ -33,6 +33,7 @@ _DELIMS = (",", "\t", ";")
 _SEPARATORS = np.zeros(256, dtype=bool)
 _SEPARATORS[[ord(c) for c in "\n\r,;\t"]] = True
 _CHUNK = 1 << 20
+_HEAD, _HEAD_FIELDS = 1 << 16, 1000  # how much of the first line decides its role
 _NONBLANK = re.compile(rb"\S")
 _BLANK_LINE = re.compile(rb"(?m)^[ \t\r\f\v]+$")
 
@@ -80,9 +81,11 @@ def npy(data: bytes) -> dict[str, torch.Tensor]:
 
 def csv(data: bytes) -> dict[str, torch.Tensor]:
     """A CSV matrix of numbers (an optional header row of names is skipped)."""
-    if not data.isascii():
+    if not data.isascii():  # checked 1 MB at a time: a decoded copy may be 4x the file
+        check = codecs.getincrementaldecoder("utf-8")()
         try:
-            data.decode("utf-8")
+            for off in range(0, len(data), _CHUNK):
+                check.decode(data[off : off + _CHUNK], final=off + _CHUNK >= len(data))
         except UnicodeDecodeError:
             raise TensorLoadError("the .csv file is not UTF-8 text") from None
     start = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
@@ -92,19 +95,21 @@ def csv(data: bytes) -> dict[str, torch.Tensor]:
     _check_fields(data)
     line_start = max(start, data.rfind(b"\n", 0, found.start()) + 1)
     line_end = data.find(b"\n", found.start())
-    first = data[line_start : len(data) if line_end < 0 else line_end].decode().strip()
-    delim = next((d for d in _DELIMS if d in first), ",")
-    header = all(not _is_number(f) for f in first.split(delim))  # a row of names
-    if header and _NONBLANK.search(data, len(data) if line_end < 0 else line_end) is None:
-        raise TensorLoadError("the .csv file has a header row but no rows of numbers")
+    line_end = len(data) if line_end < 0 else line_end
+    # the first line's start decides the delimiter and whether it is a row of names
+    head = data[line_start : min(line_end, line_start + _HEAD)].decode(errors="replace")
+    delim = next((d for d in _DELIMS if d in head), ",")
     lines = data.count(b"\n") + 1
     values = data.count(delim.encode()) + lines
-    cols = first.count(delim) + 1
     if values > (cap := file_element_cap()):
+        cols = data.count(delim.encode(), line_start, line_end) + 1
         raise TensorLoadError(
             f"the .csv file holds up to {values:,} values (about {lines:,} lines × {cols:,} "
             f"columns), over the cap of {cap:,} per file: save a slice of it"
         )
+    header = all(not _is_number(f) for f in head.strip().split(delim)[:_HEAD_FIELDS])
+    if header and _NONBLANK.search(data, line_end) is None:
+        raise TensorLoadError("the .csv file has a header row but no rows of numbers")
     skip = data.count(b"\n", 0, line_start) + (1 if header else 0)
     if _BLANK_LINE.search(data):  # lines of spaces: NumPy would read them as a value
         data = _BLANK_LINE.sub(b"", data)  # (the line count stays)

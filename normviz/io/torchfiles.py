@@ -117,13 +117,15 @@ def _count_opcodes(raw: bytes) -> None:
         for _ in pickletools.genops(raw):
             n += 1
             if n > MAX_PICKLE_OPS:
-                raise TensorLoadError(
-                    f"the .pt file's object structure has more than {MAX_PICKLE_OPS:,} "
-                    "pickle instructions (a state_dict of 7,000 tensors has about 230,000): "
-                    "save only tensors, or a state_dict"
-                )
+                break
     except (ValueError, KeyError, EOFError, UnicodeDecodeError):
         return  # malformed: torch.load refuses it with its own reason
+    if n > MAX_PICKLE_OPS:
+        raise TensorLoadError(
+            f"the .pt file's object structure has more than {MAX_PICKLE_OPS:,} pickle "
+            "instructions (a state_dict of 7,000 tensors has about 230,000): save only "
+            "tensors, or a state_dict"
+        )
 
 
 def _unsafe_global(msg: str) -> str:
