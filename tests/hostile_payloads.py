@@ -102,7 +102,7 @@ HOSTILE: dict[str, tuple[str, Callable[[], bytes], str | None]] = {
     "csv of 50 MB zeros": ("zeros.csv", zeros_csv, "over the cap"),
     "csv one 50 MB number": ("line.csv", lambda: b"1" * 49_900_000, "more than 200 characters"),
     "csv one 50 MB row": ("row.csv", lambda: b"1," * 24_950_000, "over the cap"),
-    "npy of 50 M bytes": ("b.npy", lambda: npy_bytes(np.zeros(50_000_000, np.uint8)), "one file may hold"),
+    "npy of 50 M bytes": ("b.npy", lambda: npy_bytes(np.zeros(50_000_000, np.uint8)), "may hold"),
     "safetensors F8_E8M0": (
         "e8.safetensors",
         lambda: st_bytes(
