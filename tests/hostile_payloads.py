@@ -180,13 +180,18 @@ def _audit() -> Any:  # the audit module, if it still has the state-dict audit
     return audit if hasattr(audit, "audit_state_dict") else None
 
 
-# ---- reading markdown the way CommonMark does, for the parts the app writes ---------
+# ---- reading markdown the way Streamlit does, for the parts the app writes ------------
+# Three levels (see ui.safe): the source (":material/" rewritten), the syntax (outside
+# code spans, an unescaped character opens a construct), the parsed text (remark-gfm
+# links bare URLs and e-mail addresses, remark-emoji replaces :shortcodes:).
 
 PUNCT = r"""!"#$%&'()*+,-./:;<=>?@[\]^_`{|}~"""
 _ESCAPED = re.compile(r"\\([" + re.escape(PUNCT) + "])")
-# outside code spans, unescaped, any of these could start a link, image, HTML, entity,
-# colour directive, math or autolink
-LIVE = re.compile(r"[\[\]<>!$&]|://|www\.|@")
+SYNTAX = re.compile(r"[\[\]<>!$&\n]")  # link, image, HTML, entity, math, a new block
+TEXT_TRANSFORMS = re.compile(
+    r"https?://|www(?=\.)|[-.\w+]+@[-\w]+(?:\.[-\w]+)+|:[\w+-][\w_+-]*:", re.IGNORECASE
+)
+JOINER = "\u2060"
 
 
 def split_code_spans(md: str) -> tuple[list[str], list[str]]:
@@ -218,7 +223,8 @@ def split_code_spans(md: str) -> tuple[list[str], list[str]]:
 
 
 def rendered(md: str) -> str:
-    """The text `md` shows (escapes resolved, code spans as their content)."""
+    """The text `md` shows (escapes resolved, code spans as their content, joiners,
+    which do not show, removed)."""
     outside, code = split_code_spans(md)
     parts = []
     for i, text in enumerate(outside):
@@ -226,17 +232,18 @@ def rendered(md: str) -> str:
         if i < len(code):
             c = code[i]
             parts.append(c[1:-1] if len(c) > 1 and c[0] == c[-1] == " " and c.strip() else c)
-    return "".join(parts)
+    return "".join(parts).replace(JOINER, "")
 
 
 def assert_inert(md: str, literal: str | None = None) -> None:
-    """No markdown construct can be live in `md` outside code spans, and `literal`
-    (the echoed text, flattened as ui.safe.plain does) shows exactly as it is."""
+    """Nothing in `md` is live at any of the three levels, and `literal` (the echoed
+    text, flattened as ui.safe.plain does) shows exactly as it is."""
+    assert ":material/" not in md, md
     outside, _code = split_code_spans(md)
     for text in outside:
-        bare = _ESCAPED.sub("", text)
-        assert "\n" not in bare, md
-        found = LIVE.search(bare)
+        found = SYNTAX.search(_ESCAPED.sub("", text))
         assert found is None, f"live {found.group()!r} in {md!r}"
+        found = TEXT_TRANSFORMS.search(_ESCAPED.sub(r"\1", text))
+        assert found is None, f"text made live: {found.group()!r} in {md!r}"
     if literal is not None:
         assert literal in rendered(md), (literal, rendered(md), md)
