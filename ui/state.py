@@ -20,6 +20,7 @@ import numpy as np
 import streamlit as st
 import torch
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from normviz import LAYOUTS, METHODS, NormConfigError
 from normviz.data import GENERATORS, generate
@@ -147,7 +148,9 @@ def write_url(page: str) -> None:
     link of 999 unknown parameters deleted one by one sent it 999 times (42 MB). Here
     the shared settings, then this page's parameters (their values at the end of the
     run, widgets included), replace the query string in one message. app.py calls it
-    after the page ran; pages set st.session_state, never st.query_params.
+    after the page ran (and `widget` during a fragment's own rerun, which runs
+    neither app.py nor the rest of the page); pages set st.session_state, never
+    st.query_params.
     """
     s = st.session_state.get(_SETTINGS)
     if s is None:
@@ -254,9 +257,15 @@ def page_params(page: str) -> dict[str, Any]:
     return {p.name: st.session_state[p.name] for p in params}
 
 
+def _fragment_rerun() -> bool:
+    """Is this run a fragment's own rerun (app.py's end-of-run write will not come)?"""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
 def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: Any) -> Any:
-    """A widget for page parameter `name` whose value also lives in the URL (written
-    at the end of the run, with the others)."""
+    """A widget for page parameter `name` whose value also lives in the URL: written at
+    the end of the run with the others, or at once in a fragment's own rerun."""
     p = next(p for p in ns.PAGE_PARAMS[page] if p.name == name)
     if p.choices is not None:
         kwargs.setdefault("options", list(p.choices))
@@ -265,4 +274,7 @@ def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: A
             kwargs.setdefault("min_value", type(p.default)(p.lo))
         if p.hi is not None:
             kwargs.setdefault("max_value", type(p.default)(p.hi))
-    return fn(label, key=name, **kwargs)
+    value = fn(label, key=name, **kwargs)
+    if _fragment_rerun():
+        write_url(page)  # one message, and only if a value changed
+    return value
