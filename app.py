@@ -31,10 +31,11 @@ for info in available():
     )
 page = st.navigation(sections)
 try:
-    state.sidebar(page.url_path)
-    state.show_warnings()
-    with route.through_app():
-        page.run()
+    with state.url_written(page.url_path):  # the query string, written once per run
+        state.sidebar(page.url_path)
+        state.show_warnings()
+        with route.through_app():
+            page.run()
 except Exception:  # a bug must not show a traceback to a class
     logging.getLogger("normviz").exception("page %s failed", page.url_path)
     st.error(

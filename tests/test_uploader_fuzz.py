@@ -1,4 +1,6 @@
-"""The uploader fuzzed: random and mangled bytes under every extension.
+"""The uploader fuzzed: random and mangled bytes under every extension, and issue 12's
+hostile families (shared references, cycles, deep nesting, zero strides, huge
+magnitudes, big-endian arrays, exotic dtypes and shapes, markdown in names).
 
 Whatever a student uploads, normviz.io answers with a TensorLoadError whose
 message says something, never another exception (which the page would turn
@@ -9,15 +11,36 @@ a real header with flipped or cut bytes gets past the magic-number checks.
 from __future__ import annotations
 
 import io
+import math
+import time
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hostile_payloads import (
+    MARKDOWN,
+    assert_inert,
+    both_paths,
+    deep_nesting,
+    npy_bytes,
+    pt_bytes,
+    st_bytes,
+)
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from safetensors.torch import save as st_save
 
-from normviz.io import TensorLoadError, load_tensor, load_tensors
+from normviz.io import (
+    MAX_DEPTH,
+    TensorLoadError,
+    file_element_cap,
+    load_tensor,
+    load_tensors,
+    max_magnitude,
+    pick,
+)
+from ui.safe import plain
+from ui.uploads import refusal_text
 
 EXTENSIONS = (".npy", ".pt", ".pth", ".safetensors", ".csv", ".bin", "")
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,3 +135,139 @@ def test_the_unmangled_files_load(ext: str) -> None:
     """The seeds of the mangling test are valid, so mangling tests the parsers, not noise."""
     tensors = load_tensors(_valid(ext), f"upload{ext}")
     assert tensors and all(t.dtype == torch.float32 for t in tensors.values())
+
+
+# ---- issue 12's families, on both upload paths ---------------------------------------
+# Each example goes through io.load_tensors, then io.as_input per tensor (/distributions)
+# and the state-dict audit (/choose): a TensorLoadError or AuditError with a message, or
+# tensors within every cap, never another exception.
+
+HOSTILE_FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _loaded_within_caps(out: dict[str, torch.Tensor] | TensorLoadError) -> None:
+    if isinstance(out, TensorLoadError):
+        return
+    assert sum(t.numel() for t in out.values()) <= file_element_cap()
+    for t in out.values():
+        assert t.dtype in (torch.float32, torch.float64) and t.is_contiguous()
+        if t.numel():
+            assert bool(torch.isfinite(t).all())
+            assert float(t.abs().max()) <= max_magnitude()
+
+
+@st.composite
+def _shared_graphs(draw: st.DrawFn) -> object:
+    """Nested lists/dicts/tuples that reuse earlier nodes (shared references) and may
+    point back at themselves (cycles)."""
+    nodes: list[object] = [torch.ones(2, 3), torch.zeros(4)]
+    for _ in range(draw(st.integers(1, 30))):
+        kids = draw(st.lists(st.integers(0, len(nodes) - 1), min_size=1, max_size=3))
+        kind = draw(st.sampled_from(["list", "dict", "tuple"]))
+        picked = [nodes[i] for i in kids]
+        node: object = (
+            picked
+            if kind == "list"
+            else {f"k{j}": v for j, v in enumerate(picked)}
+            if kind == "dict"
+            else tuple(picked)
+        )
+        if kind == "list" and draw(st.booleans()):
+            node.append(node)  # type: ignore[union-attr]  # a cycle
+        nodes.append(node)
+    return nodes[-1]
+
+
+@HOSTILE_FUZZ
+@given(obj=_shared_graphs())
+def test_shared_and_cyclic_structures(obj: object) -> None:
+    t0 = time.process_time()
+    out = both_paths(pt_bytes(obj), "graph.pt")
+    assert time.process_time() - t0 < 2
+    _loaded_within_caps(out)
+
+
+@HOSTILE_FUZZ
+@given(depth=st.integers(1, 3000), wrap=st.sampled_from(["]", "}"]))
+def test_deep_nesting(depth: int, wrap: str) -> None:
+    """Lists (or dicts under key 'k') nested `depth` deep around one tensor."""
+    obj: object = torch.ones(2)
+    for _ in range(min(depth, 200)):
+        obj = [obj] if wrap == "]" else {"k": obj}
+    out = both_paths(pt_bytes(obj), "deep.pt")
+    if min(depth, 200) > MAX_DEPTH:
+        assert isinstance(out, TensorLoadError) and "levels deep" in str(out)
+    _loaded_within_caps(out)
+    _loaded_within_caps(both_paths(deep_nesting(depth), "deep.pt"))
+
+
+@HOSTILE_FUZZ
+@given(shape=st.lists(st.integers(0, 2**40), min_size=1, max_size=4))
+def test_zero_strides(shape: list[int]) -> None:
+    """One stored value expanded to any shape: refused from the shape, before a copy."""
+    try:
+        data = pt_bytes(torch.zeros(1).expand(*shape))
+    except RuntimeError:  # torch's own numel overflows int64: no such tensor to save
+        assume(False)
+    t0 = time.process_time()
+    out = both_paths(data, "expand.pt")
+    assert time.process_time() - t0 < 1
+    if math.prod(shape) > file_element_cap() or max(shape) > file_element_cap():
+        assert isinstance(out, TensorLoadError)
+    _loaded_within_caps(out)
+
+
+@HOSTILE_FUZZ
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(2**63), 2**64 - 1).map(float),
+    ),
+    dtype=st.sampled_from(["<f2", "<f4", "<f8", ">f4", ">f8", "<i8", ">i8", "<u8", "|u1"]),
+    constant=st.booleans(),
+)
+def test_magnitudes_and_byte_orders(value: float, dtype: str, constant: bool) -> None:
+    with np.errstate(all="ignore"):
+        arr = np.full((3, 4), value).astype(dtype)
+    if not constant:
+        arr[0, 0] = 1
+    out = both_paths(npy_bytes(arr), "m.npy")
+    _loaded_within_caps(out)
+    if not isinstance(out, TensorLoadError):
+        np.testing.assert_allclose(out["tensor"].numpy(), arr.astype(np.float64), rtol=1e-6)
+
+
+_ST_DTYPES = ["F32", "F16", "BF16", "F64", "I64", "U64", "U16", "BOOL", "C64", "F8_E4M3"]
+_ST_DTYPES += ["F8_E8M0", "F4", "F6_E2M3", "Q4", "", "f32", "I128"]
+
+
+@HOSTILE_FUZZ
+@given(
+    dtype=st.sampled_from(_ST_DTYPES),
+    shape=st.lists(
+        st.one_of(st.integers(0, 8), st.sampled_from([2**31, 2**62, 2**63 - 1])), max_size=4
+    ),
+    extra=st.binary(max_size=64),
+)
+def test_exotic_safetensors_dtypes_and_shapes(dtype: str, shape: list[int], extra: bytes) -> None:
+    header = {"x": {"dtype": dtype, "shape": shape, "data_offsets": [0, len(extra)]}}
+    _loaded_within_caps(both_paths(st_bytes(header, extra), "x.safetensors"))
+
+
+@HOSTILE_FUZZ
+@given(
+    key=st.one_of(st.text(max_size=80), st.sampled_from(MARKDOWN)),
+    name=st.one_of(st.text(max_size=80), st.sampled_from(MARKDOWN)),
+    bad=st.booleans(),
+)
+def test_markdown_in_keys_and_file_names(key: str, name: str, bad: bool) -> None:
+    """Keys and file names come back in messages; escaped, they render as plain text."""
+    value = torch.tensor([float("nan") if bad else 1.0, 2.0])
+    out = both_paths(pt_bytes({key: value, "other": torch.ones(2)}), name + ".pt")
+    if isinstance(out, TensorLoadError):
+        assert_inert(refusal_text(name + ".pt", out), plain(name + ".pt"))
+    else:
+        assert (key or "tensor") in out  # an empty key is the file's unnamed tensor
+        with pytest.raises(TensorLoadError) as err:
+            pick(out, key + "`")
+        assert_inert(refusal_text(name, err.value))

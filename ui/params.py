@@ -20,11 +20,13 @@ from normviz.knobs import Knob, Value
 from normviz.layouts import LAYOUTS
 from normviz.limits import EPS_CHOICES, SIZE_LIMITS, max_elements
 from normviz.methods import METHODS
+from ui.safe import md_code, md_text
 
 __all__ = ["EPS_CHOICES", "SIZE_LIMITS", "max_elements"]
 
 Param = Knob  # a URL parameter is a knob
 MAX_RAW_LEN = 200  # longer query values are refused outright
+ECHO_LIMIT = 40  # a warning quotes this much of a refused value or unknown name
 
 
 def parse(p: Knob, raw: str) -> Value:
@@ -98,6 +100,12 @@ def _fmt(v: float | None) -> str:
     return f"{v:g}"
 
 
+def echo(name: str, raw: str) -> str:
+    """`name=raw` quoted in a warning: a code span nothing in `raw` can close (the value
+    is the visitor's: a backtick in it must not end the span and start markdown)."""
+    return md_code(f"{name}={raw}", limit=len(name) + 1 + ECHO_LIMIT)
+
+
 def read(
     query: Mapping[str, str | list[str]], params: Iterable[Param], link: bool | None = None
 ) -> tuple[dict[str, Value], list[str]]:
@@ -123,9 +131,8 @@ def read(
             values[p.name] = parse(p, raw)
         except ValueError as e:
             values[p.name] = p.default
-            shown = raw if len(raw) <= 40 else raw[:40] + "…"
             warnings.append(
-                f"`{p.name}={shown}` is not valid ({e}): using the default "
+                f"{echo(p.name, raw)} is not valid ({e}): using the default "
                 f"{fmt(p.default) or '(none)'}."
             )
     if link and missing:
@@ -237,7 +244,10 @@ def settings_from_query(
             if not axes:
                 raise NormConfigError("no axis named")
         except NormConfigError as e:
-            warnings.append(f"`axes={raw_axes[:40]}` is not valid ({e}): using the default C.")
+            reason = md_text(e, limit=120)  # it quotes the unknown axis name
+            warnings.append(
+                f"{echo('axes', raw_axes)} is not valid ({reason}): using the default C."
+            )
     # a link that sets some shared values but not all that this view needs
     needed = ["layout", *lay.axes, "method", "eps", "seed", "data"]
     needed += ["groups"] if METHODS[method].grouped else []
@@ -247,9 +257,9 @@ def settings_from_query(
         warnings.append(f"The link does not set {', '.join(missing)}: using the default.")
     unknown = [k for k in query if k not in SHARED and k not in page_names]
     if unknown:
-        warnings.append(
-            f"Ignored unknown parameter(s): {', '.join(f'`{k[:40]}`' for k in unknown[:5])}."
-        )
+        names = ", ".join(md_code(k, limit=ECHO_LIMIT) for k in unknown[:5])
+        more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
+        warnings.append(f"Ignored unknown parameter(s): {names}{more}.")
     s = Settings(
         layout=layout,
         sizes={a: int(vals[a]) for a in lay.axes},  # type: ignore[call-overload]

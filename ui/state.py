@@ -12,12 +12,15 @@ them what they need as arguments rather than calling `settings()` inside them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 import streamlit as st
 import torch
+from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from normviz import LAYOUTS, METHODS, NormConfigError
 from normviz.data import GENERATORS, generate
@@ -135,12 +138,24 @@ def sidebar(page: str) -> ns.Settings:
         data=st.session_state["data"],
     )
     st.session_state[_SETTINGS] = s
-    _write_url(s, page)
     return s
 
 
-def _write_url(s: ns.Settings, page: str) -> None:
-    want = {
+def write_url(page: str) -> None:
+    """Write this run's view to the query string: once, and only when it changed.
+
+    Each change to st.query_params sends the whole query string to the browser, so a
+    link of 999 unknown parameters deleted one by one sent it 999 times (42 MB). Here
+    the shared settings, then this page's parameters (their values at the end of the
+    run, widgets included), replace the query string in one message. app.py calls it
+    after the page ran (and `widget` during a fragment's own rerun, which runs
+    neither app.py nor the rest of the page); pages set st.session_state, never
+    st.query_params.
+    """
+    s = st.session_state.get(_SETTINGS)
+    if s is None:
+        return
+    want: dict[str, str] = {
         "layout": s.layout,
         **{a: str(v) for a, v in s.sizes.items()},
         "method": s.method,
@@ -151,13 +166,29 @@ def _write_url(s: ns.Settings, page: str) -> None:
         "seed": str(s.seed),
         "data": s.data,
     }
-    own = {p.name for p in ns.PAGE_PARAMS.get(page, ())}
-    for k in list(st.query_params):
-        if k not in want and k not in own:
-            del st.query_params[k]
-    for k, v in want.items():
-        if st.query_params.get(k) != v:
-            st.query_params[k] = v
+    current = _query()
+    for p in ns.PAGE_PARAMS.get(page, ()):
+        if p.name in st.session_state:
+            want[p.name] = ns.fmt(st.session_state[p.name])
+        elif current.get(p.name):  # not read this run (the page stopped early): kept
+            want[p.name] = current[p.name][-1]
+    if current != {k: [v] for k, v in want.items()}:
+        st.query_params.from_dict(want)
+
+
+@contextmanager
+def url_written(page: str) -> Iterator[None]:
+    """Run the block (the sidebar and the page), then `write_url(page)`: also when it
+    stopped (st.stop) or failed, not when it reruns (st.rerun, st.switch_page: the next
+    run writes the URL of the view it shows)."""
+    try:
+        yield
+    except RerunException:
+        raise
+    except BaseException:
+        write_url(page)
+        raise
+    write_url(page)
 
 
 def show_warnings() -> None:
@@ -205,7 +236,8 @@ def input_tensor(s: ns.Settings) -> torch.Tensor:
 
 def page_params(page: str) -> dict[str, Any]:
     """This page's own widget values: seeded from the URL on first use (with a warning
-    for each value that fell back), kept alive and written to the URL on every run."""
+    for each value that fell back), kept alive, and written to the URL at the end of
+    every run (`write_url`)."""
     ensure_entrypoint()
     params = ns.PAGE_PARAMS.get(page, ())
     missing = [p for p in params if p.name not in st.session_state]
@@ -219,15 +251,21 @@ def page_params(page: str) -> dict[str, Any]:
             st.warning(w, icon=":material/warning:")
     for p in params:
         # Keep every value alive (a widget that is not drawn in a run, in a closed tab
-        # or for the other layout, loses its value) and in the URL: a copied link then
-        # sets all of the page's parameters, as the link reader expects of a link.
+        # or for the other layout, loses its value) and so in the URL: a copied link
+        # then sets all of the page's parameters, as the link reader expects of a link.
         st.session_state[p.name] = st.session_state[p.name]
-        st.query_params[p.name] = ns.fmt(st.session_state[p.name])
     return {p.name: st.session_state[p.name] for p in params}
 
 
+def _fragment_rerun() -> bool:
+    """Is this run a fragment's own rerun (app.py's end-of-run write will not come)?"""
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and ctx.fragment_ids_this_run)
+
+
 def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: Any) -> Any:
-    """A widget for page parameter `name` whose value also lives in the URL."""
+    """A widget for page parameter `name` whose value also lives in the URL: written at
+    the end of the run with the others, or at once in a fragment's own rerun."""
     p = next(p for p in ns.PAGE_PARAMS[page] if p.name == name)
     if p.choices is not None:
         kwargs.setdefault("options", list(p.choices))
@@ -237,5 +275,6 @@ def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: A
         if p.hi is not None:
             kwargs.setdefault("max_value", type(p.default)(p.hi))
     value = fn(label, key=name, **kwargs)
-    st.query_params[name] = ns.fmt(value)
+    if _fragment_rerun():
+        write_url(page)  # one message, and only if a value changed
     return value

@@ -1,0 +1,130 @@
+"""ui.uploads: one parse per file, a cache sized by bytes, refusals shown escaped."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import torch
+from hostile_payloads import MARKDOWN, assert_inert, npy_bytes, pt_bytes
+from streamlit.testing.v1 import AppTest
+
+from normviz import io
+from ui import uploads
+from ui.safe import plain
+
+
+@dataclass
+class FakeUpload:
+    """What st.file_uploader returns, as far as the pages use it."""
+
+    name: str
+    data: bytes
+
+    def getvalue(self) -> bytes:
+        return self.data
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> None:
+    uploads._CACHE.clear()
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The file names normviz.io.load_tensors was really called with."""
+    calls: list[str] = []
+    real = io.load_tensors
+
+    def counted(data: bytes, filename: str) -> dict[str, torch.Tensor]:
+        calls.append(filename)
+        return real(data, filename)
+
+    monkeypatch.setattr(io, "load_tensors", counted)
+    return calls
+
+
+def test_a_file_is_parsed_once(loads: list[str]) -> None:
+    data = pt_bytes({"w": torch.arange(6.0).reshape(2, 3), "b": torch.ones(3)})
+    first = uploads.parsed(FakeUpload("model.pt", data))
+    again = uploads.parsed(FakeUpload("renamed.pt", data))  # same bytes, same format
+    assert loads == ["model.pt"]
+    assert set(first) == {"w", "b"} and isinstance(first["w"], np.ndarray)
+    np.testing.assert_array_equal(again["w"], [[0, 1, 2], [3, 4, 5]])
+    first.pop("w")  # the caller's dict is its own
+    assert set(uploads.parsed(FakeUpload("model.pt", data))) == {"w", "b"}
+
+
+def test_the_extension_is_part_of_the_key(loads: list[str]) -> None:
+    data = b"1,2\n3,4\n"
+    assert uploads.parsed_bytes(data, "a.csv")["tensor"].shape == (2, 2)
+    with pytest.raises(io.TensorLoadError, match=r"not a \.npy file"):
+        uploads.parsed_bytes(data, "a.npy")
+    assert loads == ["a.csv", "a.npy"]
+
+
+def test_a_refusal_is_cached_and_raised_again(loads: list[str]) -> None:
+    bad = npy_bytes(np.array([np.nan, 1.0]))
+    for _ in range(3):
+        with pytest.raises(io.TensorLoadError, match="1 NaN"):
+            uploads.parsed_bytes(bad, "bad.npy")
+    assert loads == ["bad.npy"]
+
+
+def test_the_cache_is_bounded_by_bytes() -> None:
+    lru = uploads._ByteLRU(budget=10_000)
+    arr = np.zeros(500, np.float32)  # 2,000 bytes (+ the per-entry charge)
+    for i in range(10):
+        lru.put((str(i), ".npy"), {"x": arr})
+    assert lru.nbytes <= 10_000 and len(lru) == 10_000 // (2_000 + uploads._ENTRY_OVERHEAD + 1)
+    assert lru.get(("0", ".npy")) is None and lru.get(("9", ".npy")) is not None
+    lru.put(("big", ".npy"), {"x": np.zeros(5_000, np.float32)})  # larger than the budget
+    assert lru.get(("big", ".npy")) is None and lru.get(("9", ".npy")) is not None
+
+
+def test_the_least_recently_used_goes_first() -> None:
+    lru = uploads._ByteLRU(budget=3 * (400 + uploads._ENTRY_OVERHEAD + 1))
+    for k in "abc":
+        lru.put((k, ""), {"x": np.zeros(100, np.float32)})
+    assert lru.get(("a", "")) is not None  # a is now the most recent
+    lru.put(("d", ""), {"x": np.zeros(100, np.float32)})
+    assert [lru.get((k, "")) is not None for k in "abcd"] == [True, False, True, True]
+
+
+def test_the_default_budget_holds_a_few_of_the_largest_files() -> None:
+    largest = io.file_element_cap() * 4  # float32
+    assert 2 * largest <= uploads.CACHE_BYTES <= 8 * largest
+
+
+def test_threads_keep_the_byte_count_exact() -> None:
+    lru = uploads._ByteLRU(budget=50_000)
+
+    def work(t: int) -> None:
+        for i in range(200):
+            lru.put((f"{t}-{i % 30}", ""), {"x": np.zeros(1 + (i * 7 + t) % 300, np.float32)})
+            lru.get((f"{t}-{(i * 3) % 30}", ""))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert lru.nbytes == sum(size for _, size in lru._items.values()) <= 50_000
+
+
+def _show_refusal(name: str, message: str) -> None:
+    from normviz.io import TensorLoadError
+    from ui import uploads
+
+    uploads.refusal(name, TensorLoadError(message))
+
+
+@pytest.mark.parametrize("payload", MARKDOWN)
+def test_a_refusal_shows_the_name_and_message_literally(payload: str) -> None:
+    at = AppTest.from_function(_show_refusal, args=(payload + ".pt", f"tensor {payload!r} is bad"))
+    at.run()
+    (box,) = at.error
+    assert_inert(box.value, plain(payload + ".pt"))
+    assert box.value.startswith("**") and " was refused:** " in box.value

@@ -1,0 +1,136 @@
+"""Uploaded files, parsed once: the one way a page reads a file a visitor sent.
+
+`parsed(file)` returns every tensor of an uploaded file as NumPy arrays (raising
+`TensorLoadError` with a message), cached on the file's SHA-256 and extension. The
+cache is sized by bytes, not entries: a parsed upload may hold up to
+`normviz.io.file_element_cap()` values (52 MB of float32), so "3 entries" could be
+anything from kilobytes to 300 MB. Refusals are cached too (a few hundred bytes
+each), so a hostile file is refused once, not on every rerun of its page.
+`refusal(name, err)` shows a refusal with the file name and message escaped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import streamlit as st
+
+from normviz import io
+from ui.safe import md_text
+
+# Parsed uploads kept across sessions and reruns, in all: a few files of a class.
+CACHE_BYTES = 256 * 2**20
+_ENTRY_OVERHEAD = 1024  # bytes charged per entry beyond its arrays (keys, the dict)
+
+
+class Upload(Protocol):
+    """What the pages pass: st.file_uploader's UploadedFile (or anything alike)."""
+
+    name: str
+
+    def getvalue(self) -> bytes: ...
+
+
+Entry = dict[str, np.ndarray] | io.TensorLoadError
+
+
+class _ByteLRU:
+    """A least-recently-used map bounded by the bytes of its values, thread-safe
+    (Streamlit runs each session's script on its own thread)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self._items: OrderedDict[tuple[str, str], tuple[Entry, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, str]) -> Entry | None:
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: tuple[str, str], value: Entry) -> None:
+        size = _size(value)
+        if size > self.budget:
+            return  # never cached: it would evict everything else
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            self._items[key] = (value, size)
+            self._bytes += size
+            while self._bytes > self.budget:
+                _, (_, freed) = self._items.popitem(last=False)
+                self._bytes -= freed
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+
+
+def _size(value: Entry) -> int:
+    if isinstance(value, io.TensorLoadError):
+        return _ENTRY_OVERHEAD + len(str(value))
+    return _ENTRY_OVERHEAD + sum(a.nbytes + len(k) for k, a in value.items())
+
+
+_CACHE = _ByteLRU(CACHE_BYTES)
+
+
+def parsed_bytes(data: bytes, name: str) -> dict[str, np.ndarray]:
+    """Every tensor of a file's bytes, by key (`normviz.io.load_tensors`), as arrays.
+
+    The arrays are shared by every session that sends the same file: read them, do
+    not write into them (torch.from_numpy(a) shares memory too; .clone() to modify).
+
+    Raises:
+        TensorLoadError: the file is refused; the message says why (plain text: show
+            it with `refusal`).
+    """
+    key = (hashlib.sha256(data).hexdigest(), Path(str(name)).suffix.lower())
+    hit = _CACHE.get(key)
+    if hit is None:
+        try:
+            hit = {k: t.numpy() for k, t in io.load_tensors(data, name).items()}
+        except io.TensorLoadError as e:
+            hit = e
+        _CACHE.put(key, hit)
+    if isinstance(hit, io.TensorLoadError):
+        raise io.TensorLoadError(str(hit))
+    return dict(hit)
+
+
+def parsed(file: Upload) -> dict[str, np.ndarray]:
+    """Every tensor of an uploaded file, by key, as arrays (see `parsed_bytes`).
+
+    Raises:
+        TensorLoadError: the file is refused; the message says why.
+    """
+    return parsed_bytes(file.getvalue(), file.name)
+
+
+def refusal_text(name: str, err: Exception) -> str:
+    """The markdown of a refusal: the file name and the message escaped (both may
+    quote what the visitor chose: a file name, a tensor key)."""
+    return f"**{md_text(name)} was refused:** {md_text(err, limit=600)}."
+
+
+def refusal(name: str, err: Exception) -> None:
+    """Show that file `name` was refused and why, as an error box."""
+    st.error(refusal_text(name, err), icon=":material/block:")
