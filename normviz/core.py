@@ -273,6 +273,11 @@ def _normalize_fast(
                 _flat_param(b, shape, red),
                 eps,
             )
+            if eps == 0 and not bool(rstd.all()):
+                # ATen's kernel writes 1/sqrt(0) as 0 (y = 0); the formula says 0/0 = NaN,
+                # as torch's LayerNorm and GroupNorm kernels give: keep the methods alike
+                dead = (rstd == 0).reshape(-1, n_keep, *([1] * (xk.dim() - 2)))
+                out = out.masked_fill(dead.expand_as(out), float("nan"))
             return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
         # (pooled, kept, pooled): one statistic per kept index -> BatchNorm's kernel
         if roles.count(False) == 1 and varying <= keep:
@@ -290,6 +295,11 @@ def _normalize_fast(
                 0.0,
                 eps,
             )
+            if eps == 0 and not bool(rstd.all()):
+                # ATen's kernel writes 1/sqrt(0) as 0 (y = 0); the formula says 0/0 = NaN,
+                # as torch's LayerNorm and GroupNorm kernels give: keep the methods alike
+                dead = (rstd == 0).reshape(-1, n_keep, *([1] * (xk.dim() - 2)))
+                out = out.masked_fill(dead.expand_as(out), float("nan"))
             return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
     # (kept..., G, C/G, pooled...) -> GroupNorm's kernel, after a permute if needed
     kept_nc = [d for d in sorted(keep) if d != c]
@@ -316,7 +326,10 @@ def _chan(p: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def _var_from_rstd(rstd: torch.Tensor, eps: float, con: Contract) -> torch.Tensor:
-    """Torch's fused kernels return 1/sqrt(σ² + ε); recover the biased σ² (≥ 0)."""
+    """Torch's fused kernels return 1/sqrt(σ² + ε); recover the biased σ² (≥ 0).
+
+    BatchNorm's kernel writes 1/sqrt(0) as 0 (constant values, ε = 0): σ² is 0 there."""
+    rstd = torch.where(rstd == 0, torch.inf, rstd)
     return (
         (rstd.double().reciprocal().square() - eps)
         .clamp_min(0)

@@ -9,7 +9,7 @@ import streamlit as st
 from normviz import choose
 from normviz.knobs import Knob, Value
 from normviz.sections import Section
-from ui import runner, state
+from ui import inputs, runner, state
 
 PAGE = "choose"  # the URL path; its knobs are choose.KNOBS (ui.params.PAGE_PARAMS[PAGE])
 
@@ -48,8 +48,7 @@ def _upload_inputs(s: Section) -> tuple[choose.Setup, dict[str, Value]]:
             help=choose.SAMPLE_HELP,
         )
         knobs = {k.name: _widget(k) for k in s.knobs}
-    upload = choose.Upload(f.name, f.getvalue()) if f is not None else None
-    return choose.Setup(upload), knobs
+    return choose.Setup(inputs.saved_file(f)), knobs
 
 
 @st.fragment

@@ -1,15 +1,15 @@
 """Inputs the UI hands to the topic packages, read through the UI's caches.
 
-An uploaded file is parsed once per SHA-256 digest (`read_upload`, the one place its
-bytes are read); a topic's setup names the upload by that digest and its key, and
-`Upload.tensor()` takes the parsed array back from the cache. Generated inputs go
+An uploaded file is parsed once per SHA-256 digest (`read_upload`, through
+`ui.uploads`, whose cache is sized by bytes); a topic's setup names the upload by
+that digest and its key, and `Upload.tensor()` takes the parsed array back from the
+cache. Generated inputs go
 through the shared settings' cache (`state.input_tensor`). Setups stay small and
 hashable: they never hold a tensor.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -17,24 +17,16 @@ import streamlit as st
 import torch
 
 from normviz import LAYOUTS, NormConfigError, io
+from normviz.choose import Upload as SavedUpload
 from normviz.distributions import Generated, Uploaded
 from ui import params as ns
-from ui import state
-from ui.safe import md_text
-
-
-@st.cache_data(max_entries=3, show_spinner=False)  # up to 50 MB each
-def _parse_upload(digest: str, _name: str, _data: bytes | None) -> dict[str, np.ndarray]:
-    """Every tensor of an uploaded file, cached on the file's SHA-256 (not on its bytes)."""
-    if _data is None:  # asked for by digest alone, after the cache let it go
-        raise NormConfigError("the uploaded file is no longer in memory: upload it again")
-    return {k: t.numpy() for k, t in io.load_tensors(_data, _name).items()}
+from ui import state, uploads
 
 
 def read_upload(data: bytes, name: str) -> tuple[str, dict[str, np.ndarray]]:
-    """(SHA-256 digest, every tensor of the file). Raises io.TensorLoadError."""
-    digest = hashlib.sha256(data).hexdigest()
-    return digest, _parse_upload(digest, name, data)
+    """(cache key, every tensor of the file), parsed once (ui.uploads). Raises
+    io.TensorLoadError."""
+    return uploads.key_of(data, name), uploads.parsed_bytes(data, name)
 
 
 @dataclass(frozen=True)
@@ -42,8 +34,36 @@ class Upload(Uploaded):
     """An uploaded tensor, read back from the parse cache by its file's digest."""
 
     def tensor(self) -> torch.Tensor:
-        arr = _parse_upload(self.digest, "", None)[self.key]
+        tensors = uploads.cached(self.digest)
+        if tensors is None:  # the byte-bounded cache let it go
+            raise NormConfigError("the uploaded file is no longer in memory: upload it again")
+        arr = tensors[self.key]
         return io.as_input(torch.from_numpy(arr), self.key).tensor
+
+
+@dataclass(frozen=True)
+class SavedFile(SavedUpload):
+    """An uploaded state_dict named by its parse-cache key (hashing it costs nothing)."""
+
+    key: str = ""
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        parsed = uploads.cached(self.key)
+        if parsed is None:  # the byte-bounded cache let it go
+            raise io.TensorLoadError("the file is no longer in memory: upload it again")
+        return {k: torch.from_numpy(a) for k, a in parsed.items()}
+
+
+def saved_file(f: uploads.Upload | None) -> SavedFile | None:
+    """The uploaded file, parsed once (its refusal shown here), or None."""
+    if f is None:
+        return None
+    try:
+        key, _ = read_upload(f.getvalue(), f.name)
+    except io.TensorLoadError as e:
+        uploads.refusal(f.name, e)
+        return None
+    return SavedFile(f.name, b"", key)
 
 
 @dataclass(frozen=True)
@@ -78,7 +98,7 @@ def uploader(intro: str, key: str) -> tuple[Upload, io.UserTensor] | None:
                 name = keys[0]
             user = io.as_input(torch.from_numpy(tensors[name]), name)
         except io.TensorLoadError as e:
-            st.error(f"**{md_text(f.name)} was refused:** {e}.", icon=":material/block:")
+            uploads.refusal(f.name, e)
             return None
     shape = tuple(user.tensor.shape)
     return Upload(digest, user.key, user.layout, shape), user

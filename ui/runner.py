@@ -60,9 +60,7 @@ def refusal(e: NormConfigError) -> None:
     """Show why a setting cannot run: a lesson (torch's own refusal) or an error."""
     text = md_text(e, limit=400)
     if isinstance(e, Refusal):
-        st.info(
-            f"**torch refuses this, and that is the lesson:** {text}.", icon=":material/school:"
-        )
+        st.info(f"**torch refuses this setting:** {text}.", icon=":material/school:")
     else:
         st.error(f"**This setting cannot run:** {text}.", icon=":material/block:")
 

@@ -45,11 +45,11 @@ class _ByteLRU:
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
-        self._items: OrderedDict[tuple[str, str], tuple[Entry, int]] = OrderedDict()
+        self._items: OrderedDict[str, tuple[Entry, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[str, str]) -> Entry | None:
+    def get(self, key: str) -> Entry | None:
         with self._lock:
             hit = self._items.get(key)
             if hit is None:
@@ -57,7 +57,7 @@ class _ByteLRU:
             self._items.move_to_end(key)
             return hit[0]
 
-    def put(self, key: tuple[str, str], value: Entry) -> None:
+    def put(self, key: str, value: Entry) -> None:
         size = _size(value)
         if size > self.budget:
             return  # never cached: it would evict everything else
@@ -93,6 +93,17 @@ def _size(value: Entry) -> int:
 _CACHE = _ByteLRU(CACHE_BYTES)
 
 
+def key_of(data: bytes, name: str) -> str:
+    """The cache key of a file: its SHA-256 and its extension (which decides the parser)."""
+    return f"{hashlib.sha256(data).hexdigest()}|{Path(str(name)).suffix.lower()}"
+
+
+def cached(key: str) -> dict[str, np.ndarray] | None:
+    """The parsed file under `key` if the cache still holds it (a refusal: None)."""
+    hit = _CACHE.get(key)
+    return dict(hit) if isinstance(hit, dict) else None
+
+
 def parsed_bytes(data: bytes, name: str) -> dict[str, np.ndarray]:
     """Every tensor of a file's bytes, by key (`normviz.io.load_tensors`), as arrays.
 
@@ -103,7 +114,7 @@ def parsed_bytes(data: bytes, name: str) -> dict[str, np.ndarray]:
         TensorLoadError: the file is refused; the message says why (plain text: show
             it with `refusal`).
     """
-    key = (hashlib.sha256(data).hexdigest(), Path(str(name)).suffix.lower())
+    key = key_of(data, name)
     hit = _CACHE.get(key)
     if hit is None:
         try:

@@ -31,6 +31,8 @@ def _num(v: float) -> str:
     """A number short enough for a formula on a projector."""
     if v == 0:
         return "0"
+    if not math.isfinite(v):  # ε = 0 on constant data: 0/0
+        return r"\text{NaN}" if math.isnan(v) else (r"\infty" if v > 0 else r"-\infty")
     if abs(v) >= 1e4 or abs(v) < 1e-3:
         mant, exp = f"{v:.3e}".split("e")
         return rf"{mant}\times 10^{{{int(exp)}}}"

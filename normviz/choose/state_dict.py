@@ -37,10 +37,15 @@ SAMPLE_HELP = "The ResNet block's state_dict after three training-mode batches."
 
 @dataclass(frozen=True)
 class Upload:
-    """A file the user uploaded: its name and its bytes."""
+    """A file the user uploaded: its name and its bytes (the UI's subclass names the file
+    by its parse-cache key instead, and reads the parsed tensors back from there)."""
 
     name: str
     data: bytes = field(repr=False)
+
+    def tensors(self) -> Mapping[str, torch.Tensor]:
+        """Every tensor of the file, read safely. Raises io.TensorLoadError."""
+        return read_upload(self.data, self.name)
 
 
 @dataclass(frozen=True)
@@ -75,15 +80,15 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> SavedAu
     Raises:
         AuditError: the file was refused (unreadable, unsafe, empty, not tensors).
     """
-    if setup.upload is not None:
-        data, name = setup.upload.data, setup.upload.name
-    elif knobs["use_sample"]:
-        data, name = sample_bytes(), SAMPLE_NAME
-    else:
+    upload = setup.upload
+    if upload is None and knobs["use_sample"]:
+        upload = Upload(SAMPLE_NAME, sample_bytes())
+    if upload is None:
         return SavedAudit()
+    name = upload.name
     progress(0.0, "reading the file")
     try:
-        report = audit_state_dict(read_upload(data, name))
+        report = audit_state_dict(upload.tensors())
     except (io.TensorLoadError, AuditError) as e:
         raise AuditError(f"{name[:60]} was refused: {e}") from e
     return SavedAudit(name, report)

@@ -91,6 +91,10 @@ def _bin_counts(t: torch.Tensor, bins: int, lo: float, hi: float) -> np.ndarray:
             t = t[(t >= lo) & (t <= hi)]
     if not t.numel():
         return np.zeros(bins, dtype=np.int64)
+    if not hi > lo:  # a range too narrow for the dtype (huge constants): one bin holds all
+        counts = np.zeros(bins, dtype=np.int64)
+        counts[0] = t.numel()
+        return counts
     f = (t - lo).mul_(bins / (hi - lo)).clamp_(0, bins - 1)  # t == hi: the last bin
     idx = f.to(torch.uint8 if bins <= 256 else torch.int64)  # truncation = floor (f ≥ 0)
     return torch.bincount(idx, minlength=bins).numpy().astype(np.int64)
