@@ -10,7 +10,8 @@
 # directory, $NORMVIZ_SERVE_DIR or a new one under /tmp. There:
 #   apps.tsv     one line per app process: index, port, pid
 #   app-I.log    that process's output;  access.log, error.log: nginx's
-#   ready        written once every process and nginx answer /_stcore/health
+#   ready        written once every process has run app.py once (deploy/warm.py) and
+#                nginx answers /_stcore/health
 # Environment: NORMVIZ_BIND (nginx's address, default 127.0.0.1; 0.0.0.0 for a room),
 # STREAMLIT_SERVER_COOKIE_SECRET (shared by all processes; random by default),
 # PYTHON (default python), NGINX (default nginx), and any other STREAMLIT_* setting.
@@ -85,6 +86,8 @@ for url in sys.argv[1:]:
 PY
 }
 wait_healthy "${backends[@]/#/http://}"
+# one run of app.py per process before any student: imports done, pages-folder mode off
+"$python" deploy/warm.py "${backends[@]/#/http://}"
 
 deploy/render-nginx.sh "$run" "$bind:$port" "${backends[@]}" > "$run/nginx.conf"
 "$nginx" -p "$run" -c "$run/nginx.conf" -e "$run/error.log" -g "daemon off;" &
