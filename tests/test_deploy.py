@@ -35,12 +35,11 @@ from benchmarks.common import Balanced, page_ids, serve_balanced, url_path
 from normviz import STANDARD_METHODS
 from normviz.layouts import LAYOUTS
 
-pytestmark = pytest.mark.browser
-
 PER_PROCESS = 2  # sessions on each of the two processes
 TIMEOUT = 120_000  # ms
 CLICK_TIMEOUT = 60_000  # ms
 COOKIE = "normviz_affinity"  # deploy/nginx.conf.template
+ROOT = Path(__file__).resolve().parent.parent
 FINISHED_EARLY = 2  # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 LOG_LINE = re.compile(r'^(\S+) (\S+) (\S+) (.+) (\d{3}) "(\S+) (\S*)"$')
 
@@ -98,6 +97,7 @@ def _put_status(url: str, length: int, body: bytes = b"") -> int:
         return int(s.recv(4096).split(b" ", 2)[1])
 
 
+@pytest.mark.browser  # a running deployment, as the browser tests have
 def test_metrics_blocked_health_allowed(deployment: Balanced) -> None:
     status, cookies = _get(f"{deployment.url}/_stcore/health")
     assert status == 200
@@ -108,12 +108,33 @@ def test_metrics_blocked_health_allowed(deployment: Balanced) -> None:
     assert _get(f"http://127.0.0.1:{port}/_stcore/metrics")[0] == 200  # nginx blocks it
 
 
+def _max_upload_mb() -> int:
+    conf = (ROOT / ".streamlit" / "config.toml").read_text()
+    return int(re.search(r"^maxUploadSize\s*=\s*(\d+)", conf, re.M).group(1))
+
+
+@pytest.mark.browser
 def test_upload_size_matches_streamlit(deployment: Balanced) -> None:
-    conf = (Path(__file__).parent.parent / ".streamlit" / "config.toml").read_text()
-    mb = int(re.search(r"^maxUploadSize\s*=\s*(\d+)", conf, re.M).group(1))
+    mb = _max_upload_mb()
     assert _put_status(deployment.url, (mb + 2) * 2**20) == 413  # nginx: too large
     # within the limit the request reaches Streamlit, which has no such session
     assert _put_status(deployment.url, 1000, b"x" * 1000) != 413
+
+
+def test_manifests_agree_with_the_nginx_config() -> None:
+    """Not run here (no docker, no cluster): the same affinity cookie, upload limit and
+    metrics rule in the Kubernetes manifests; compose renders the same nginx config."""
+    deploy = ROOT / "deploy"
+    template = (deploy / "nginx.conf.template").read_text()
+    assert f"$cookie_{COOKIE}" in template and "location ^~ /_stcore/metrics" in template
+    ingress = (deploy / "k8s" / "ingress.yaml").read_text()
+    assert f"session-cookie-name: {COOKIE}" in ingress
+    assert f"proxy-body-size: {_max_upload_mb() + 1}m" in ingress
+    assert re.search(r"path: /_stcore/metrics\n", ingress)
+    assert "sessionAffinity: ClientIP" in (deploy / "k8s" / "service.yaml").read_text()
+    assert "deploy/warm.py" in (deploy / "k8s" / "deployment.yaml").read_text()
+    assert "deploy/render-nginx.sh" in (deploy / "compose.yaml").read_text()
+    assert "deploy/Dockerfile" in (deploy / "compose.yaml").read_text()
 
 
 # ---- sessions, stickiness and the loss of a process ------------------------------------
@@ -322,6 +343,7 @@ def _wait_for_websocket_lines(d: Balanced, students: list[Student]) -> list[Entr
     raise AssertionError(f"websocket lines missing from the access log: {got}")
 
 
+@pytest.mark.browser
 def test_sticky_sessions_survive_a_process_loss(deployment: Balanced) -> None:
     d = deployment
     # its own thread: asyncio.run must not meet the sync API's loop of other tests
