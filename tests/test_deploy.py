@@ -5,8 +5,10 @@ answers; an upload larger than server.maxUploadSize is refused by nginx, a small
 reaches Streamlit. Then four Chromium sessions, two on each process, open deep links;
 nginx's access log shows every request of a session, its websocket included, reaching
 one process. One process is killed (SIGKILL, a crash): its students' pages reconnect to
-the other process and show their view again from the URL, and the other students'
-websockets stay open and their clicks keep working.
+the other process; one reloads, the other clicks, and both end with a finished run
+there showing the view of their URL. The other students' websockets stay open and
+their clicks keep working. The Kubernetes and compose files are only checked for
+agreeing with the nginx config (no docker or cluster here).
 """
 
 from __future__ import annotations
@@ -97,8 +99,7 @@ def _put_status(url: str, length: int, body: bytes = b"") -> int:
         return int(s.recv(4096).split(b" ", 2)[1])
 
 
-@pytest.mark.browser  # a running deployment, as the browser tests have
-def test_metrics_blocked_health_allowed(deployment: Balanced) -> None:
+def _metrics_blocked_health_allowed(deployment: Balanced) -> None:
     status, cookies = _get(f"{deployment.url}/_stcore/health")
     assert status == 200
     assert any(c.startswith(f"{COOKIE}=") for c in cookies), cookies
@@ -113,8 +114,7 @@ def _max_upload_mb() -> int:
     return int(re.search(r"^maxUploadSize\s*=\s*(\d+)", conf, re.M).group(1))
 
 
-@pytest.mark.browser
-def test_upload_size_matches_streamlit(deployment: Balanced) -> None:
+def _upload_size_matches_streamlit(deployment: Balanced) -> None:
     mb = _max_upload_mb()
     assert _put_status(deployment.url, (mb + 2) * 2**20) == 413  # nginx: too large
     # within the limit the request reaches Streamlit, which has no such session
@@ -344,8 +344,15 @@ def _wait_for_websocket_lines(d: Balanced, students: list[Student]) -> list[Entr
 
 
 @pytest.mark.browser
-def test_sticky_sessions_survive_a_process_loss(deployment: Balanced) -> None:
+def test_balanced_deployment(deployment: Balanced) -> None:
+    """One test, so that pytest-xdist starts one deployment, not one per worker."""
     d = deployment
+    _metrics_blocked_health_allowed(d)
+    _upload_size_matches_streamlit(d)
+    _sticky_sessions_survive_a_process_loss(d)
+
+
+def _sticky_sessions_survive_a_process_loss(d: Balanced) -> None:
     # its own thread: asyncio.run must not meet the sync API's loop of other tests
     with ThreadPoolExecutor(1) as pool:
         students, victim, killed_at = pool.submit(asyncio.run, _class(d)).result()
