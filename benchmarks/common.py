@@ -279,3 +279,97 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+# ---- several processes behind scripts/serve.sh's nginx --------------------------------
+
+
+@dataclass(frozen=True)
+class Balanced:
+    """A running `scripts/serve.sh N`: nginx's URL, its run directory, the app processes."""
+
+    url: str
+    run_dir: Path
+    apps: tuple[tuple[int, int], ...]  # (port, pid) per app process
+    nginx_pid: int
+
+    @property
+    def pids(self) -> tuple[int, ...]:
+        return tuple(pid for _port, pid in self.apps)
+
+    def backend(self, port: int) -> str:
+        return f"127.0.0.1:{port}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+@contextmanager
+def serve_balanced(
+    n: int, run_dir: Path | None = None, env: dict[str, str] | None = None, timeout: float = 180
+) -> Iterator[Balanced]:
+    """`scripts/serve.sh n` on a free loopback port: n app processes behind nginx.
+
+    Yields once every process and nginx answer /_stcore/health. On exit stops serve.sh
+    (which stops its processes), then ends any of its processes still alive, by pid.
+    """
+    import shutil
+    import tempfile
+
+    if shutil.which(os.environ.get("NGINX", "nginx")) is None:
+        raise RuntimeError("no nginx: apt-get install nginx (scripts/test.sh does)")
+    own_dir = run_dir is None
+    run_dir = run_dir or Path(tempfile.mkdtemp(prefix="normviz-serve-"))
+    for stale in ("ready", "apps.tsv", "nginx-master.pid"):  # from an earlier run there
+        (run_dir / stale).unlink(missing_ok=True)
+    port = free_port()
+    out = (run_dir / "serve.out").open("w")
+    proc = subprocess.Popen(
+        ["bash", str(ROOT / "scripts" / "serve.sh"), str(n), str(port)],
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "NORMVIZ_SERVE_DIR": str(run_dir),
+            "PYTHON": sys.executable,
+            **(env or {}),
+        },
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # Ctrl-C in a terminal reaches us, not serve.sh twice
+    )
+    pids: list[int] = []
+    try:
+        deadline = time.time() + timeout
+        while not (run_dir / "ready").exists():
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(
+                    f"serve.sh did not come up: {(run_dir / 'serve.out').read_text()[-2000:]}"
+                )
+            time.sleep(0.3)
+        rows = [line.split("\t") for line in (run_dir / "apps.tsv").read_text().splitlines()]
+        apps = tuple((int(p), int(pid)) for _i, p, pid in rows)
+        nginx_pid = int((run_dir / "nginx-master.pid").read_text())
+        pids = [nginx_pid, *(pid for _p, pid in apps)]
+        yield Balanced(f"http://127.0.0.1:{port}", run_dir, apps, nginx_pid)
+    finally:
+        if not pids and (run_dir / "apps.tsv").exists():
+            pids = [
+                int(r.split("\t")[2]) for r in (run_dir / "apps.tsv").read_text().split("\n") if r
+            ]
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        for pid in pids:
+            if _alive(pid):
+                os.kill(pid, 9)
+        out.close()
+        if own_dir:
+            shutil.rmtree(run_dir, ignore_errors=True)

@@ -20,6 +20,13 @@ Two kinds of client:
 - `chromium`: real headless Chromium contexts (one browser), timing from the click
   to a finished run on screen. Heavy: fine for 8, slow at 32 on 2 cores.
 
+`--balanced 1,2` runs the levels through scripts/serve.sh's nginx (cookie affinity,
+see deploy/nginx.conf.template) with 1, then 2 app processes, and ends with a table
+per process count: clicks' p50/p90, peak RSS of each process, CPU-seconds per script
+run over all processes. Each simulated student first fetches /_stcore/health to get
+its affinity cookie, as a browser's first request does, so nginx spreads the
+sessions as it would spread browsers.
+
 Each session checks that the server wrote its own seed back to its URL (no
 cross-talk). `--same-link` makes everyone follow the teacher's link and clicks
 (the caches are shared, so only the first student of each step computes);
@@ -27,6 +34,8 @@ cross-talk). `--same-link` makes everyone follow the teacher's link and clicks
 
     python -m benchmarks.load [--levels 8,16,32] [--rounds 3] [--client ws|chromium]
                               [--same-link] [--think 10] [--repeat 2] [--per-session]
+                              [--balanced 1,2]
+    python -m benchmarks.load --levels 64 --balanced 1,2     # docs/serving.md's table
 """
 
 from __future__ import annotations
@@ -36,6 +45,9 @@ import asyncio
 import random
 import statistics
 import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from benchmarks.common import (
@@ -46,6 +58,7 @@ from benchmarks.common import (
     page_ids,
     rss_mb,
     serve,
+    serve_balanced,
     url_path,
 )
 from ui.params import max_elements
@@ -80,6 +93,14 @@ async def _think(think: float) -> None:
 
 
 # ---- websocket client ----------------------------------------------------------------
+
+
+def _affinity_cookie(url: str) -> dict[str, str]:
+    """A browser's first request: behind scripts/serve.sh's nginx it sets the affinity
+    cookie, which then picks the session's process. Headers for the websocket."""
+    with urllib.request.urlopen(f"{url}/_stcore/health", timeout=60) as r:
+        cookies = [c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or []]
+    return {"Cookie": "; ".join(cookies)} if cookies else {}
 
 
 async def _ws_until_finished(ws, want_seed: int | None = None) -> str:
@@ -120,9 +141,11 @@ async def ws_session(
     query, seed = _link(s.i, level, same)
     try:
         await _think(think)  # students do not all arrive in the same second
+        headers = await asyncio.to_thread(_affinity_cookie, url)
         async with websockets.connect(
             url.replace("http", "ws") + "/_stcore/stream",
             subprotocols=["streamlit"],  # type: ignore[list-item]
+            additional_headers=headers,
             max_size=None,
             open_timeout=120,
         ) as ws:
@@ -203,21 +226,31 @@ async def chromium_session(
 # ---- the ramp ------------------------------------------------------------------------
 
 
-async def _sample_rss(pid: int, peak: list[float], stop: asyncio.Event) -> None:
+def _rss(pids: tuple[int, ...]) -> list[float]:
+    return [rss_mb(p) for p in pids]
+
+
+def _cpu(pids: tuple[int, ...]) -> float:
+    return sum(cpu_seconds(p) for p in pids)
+
+
+async def _sample_rss(pids: tuple[int, ...], peak: list[float], stop: asyncio.Event) -> None:
     while not stop.is_set():
-        peak[0] = max(peak[0], rss_mb(pid))
+        peak[:] = [max(a, b) for a, b in zip(peak, _rss(pids), strict=True)]
         await asyncio.sleep(0.2)
 
 
-async def level_run(url: str, pid: int, n: int, args: argparse.Namespace, browser) -> dict:
-    """n sessions at once; times and memory."""
+async def level_run(
+    url: str, pids: tuple[int, ...], n: int, args: argparse.Namespace, browser
+) -> dict:
+    """n sessions at once; times and memory (RSS per process; CPU over all of them)."""
     pages = page_ids()
     page_of = (lambda i: pages[1]) if args.same_link else (lambda i: pages[i % len(pages)])
     sessions = [Session(i, page_of(i)) for i in range(n)]
     kw = {"rounds": args.rounds, "same": args.same_link, "think": args.think}
-    before, cpu0 = rss_mb(pid), cpu_seconds(pid)
-    peak, stop = [before], asyncio.Event()
-    sampler = asyncio.create_task(_sample_rss(pid, peak, stop))
+    before, cpu0 = _rss(pids), _cpu(pids)
+    peak, stop = list(before), asyncio.Event()
+    sampler = asyncio.create_task(_sample_rss(pids, peak, stop))
     t0 = time.perf_counter()
     if args.client == "ws":
         await asyncio.gather(*(ws_session(url, s, n, **kw) for s in sessions))
@@ -226,28 +259,47 @@ async def level_run(url: str, pid: int, n: int, args: argparse.Namespace, browse
     wall = time.perf_counter() - t0
     stop.set()
     await sampler
-    cpu = cpu_seconds(pid) - cpu0
+    cpu = _cpu(pids) - cpu0
     runs = sum(1 + len(s.reruns) for s in sessions)
     return {
         "n": n,
         "sessions": sessions,
         "wall": wall,
-        "rss": (before, peak[0], rss_mb(pid)),
+        "rss": (before, peak, _rss(pids)),  # MB per process
         "cpu_per_run": cpu / max(1, runs),
     }
+
+
+def _p90(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(0.9 * (len(xs) - 1)))]
 
 
 def _stats(xs: list[float]) -> str:
     if not xs:
         return f"{'-':>20}"
-    xs = sorted(xs)
-    p90 = xs[min(len(xs) - 1, round(0.9 * (len(xs) - 1)))]
-    return f"{statistics.median(xs):6.2f} {p90:6.2f} {xs[-1]:6.2f}"
+    return f"{statistics.median(xs):6.2f} {_p90(xs):6.2f} {max(xs):6.2f}"
 
 
-async def main_async(args: argparse.Namespace) -> None:
+def _mb(xs: list[float]) -> str:
+    return "+".join(f"{x:.0f}" for x in xs)
+
+
+@contextmanager
+def _server(processes: int | None) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """(URL, app pids): one `streamlit run` directly, or scripts/serve.sh's nginx."""
+    if processes is None:
+        with serve() as (url, pid):
+            yield url, (pid,)
+    else:
+        with serve_balanced(processes) as d:
+            yield d.url, d.pids
+
+
+async def run_levels(args: argparse.Namespace, processes: int | None) -> list[dict]:
+    """Every level (and pass) on a fresh deployment; print a line per level."""
     levels = [int(v) for v in args.levels.split(",")]
-    with serve() as (url, pid):
+    with _server(processes) as (url, pids):
         browser = pw = None
         if args.client == "chromium":
             from playwright.async_api import async_playwright
@@ -257,18 +309,20 @@ async def main_async(args: argparse.Namespace) -> None:
                 executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
             )
         # one warm-up session: the server imports torch, plotly, ... on its first run
+        # (scripts/serve.sh has already run app.py once in each of its processes)
         warm = Session(0, page_ids()[0])
         await ws_session(url, warm, 0, 0)
-        print(f"server up, RSS {rss_mb(pid):.0f} MB after one warm-up session")
+        where = "one process" if processes is None else f"{processes} behind nginx"
+        print(f"\n{where}: up, RSS {_mb(_rss(pids))} MB after one warm-up session")
         print(
-            f"\n{'pass':>4} {'sessions':>8} {'ok':>4}  {'first load s (med p90 max)':>26}  "
+            f"{'pass':>4} {'sessions':>8} {'ok':>4}  {'first load s (med p90 max)':>26}  "
             f"{'seed change s (med p90 max)':>27}  {'wall s':>7}  {'CPU s/run':>9}  "
-            "RSS MB before/peak/after"
+            "RSS MB per process before/peak/after"
         )
         results = []
         for rep in range(args.repeat):
             for n in levels:
-                r = await level_run(url, pid, n, args, browser)
+                r = await level_run(url, pids, n, args, browser)
                 ok = [s for s in r["sessions"] if not s.error]
                 firsts = [s.first for s in ok]
                 reruns = [t for s in ok for t in s.reruns]
@@ -276,7 +330,7 @@ async def main_async(args: argparse.Namespace) -> None:
                 print(
                     f"{rep + 1:>4} {n:>8} {len(ok):>4}  {_stats(firsts):>26}  "
                     f"{_stats(reruns):>27}  {r['wall']:7.1f}  {r['cpu_per_run']:9.2f}  "
-                    f"{b:.0f}/{peak:.0f}/{after:.0f}",
+                    f"{_mb(b)}/{_mb(peak)}/{_mb(after)}",
                     flush=True,
                 )
                 for s in r["sessions"]:
@@ -292,6 +346,31 @@ async def main_async(args: argparse.Namespace) -> None:
         if browser is not None:
             await browser.close()
             await pw.stop()
+    return results
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    if not args.balanced:
+        await run_levels(args, None)
+        return
+    summary = []
+    for processes in (int(v) for v in args.balanced.split(",")):
+        for r in await run_levels(args, processes):
+            summary.append((processes, r))
+    print(
+        "\nbehind nginx (scripts/serve.sh):\n"
+        f"{'processes':>9} {'students':>8} {'ok':>4}  {'click p50':>9} {'click p90':>9}  "
+        f"{'first p50':>9} {'first p90':>9}  {'peak RSS MB per process':>23}  CPU s/run"
+    )
+    for processes, r in summary:
+        ok = [s for s in r["sessions"] if not s.error]
+        clicks = [t for s in ok for t in s.reruns] or [float("nan")]
+        firsts = [s.first for s in ok] or [float("nan")]
+        print(
+            f"{processes:>9} {r['n']:>8} {len(ok):>4}  {statistics.median(clicks):9.2f} "
+            f"{_p90(clicks):9.2f}  {statistics.median(firsts):9.2f} {_p90(firsts):9.2f}  "
+            f"{_mb(r['rss'][1]):>23}  {r['cpu_per_run']:9.2f}"
+        )
 
 
 def main() -> None:
@@ -308,6 +387,11 @@ def main() -> None:
     )
     ap.add_argument(
         "--think", type=float, default=0.0, help="mean seconds a student waits before each step"
+    )
+    ap.add_argument(
+        "--balanced",
+        default="",
+        help="through scripts/serve.sh's nginx with these process counts, e.g. 1,2",
     )
     args = ap.parse_args()
     print(
