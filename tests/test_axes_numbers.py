@@ -105,7 +105,7 @@ def test_selected_group_numbers_match_torch(method: str, layout: str) -> None:
         assert (d.x - centre) / math.sqrt(d.var + d.eps) == pytest.approx(d.y, abs=1e-4)
         latex = d.computation_latex()
         assert latex.startswith("y = \\frac{") and latex.endswith(group._num(d.y))
-        assert group._num(d.var) in latex and group._num(d.x) in latex
+        assert group._num(d.var, d.digits) in latex and group._num(d.x, d.digits) in latex
         assert f"m = {d.m}" in d.stats_latex()
         assert ("\\mu" in d.formula_latex()) == METHODS[method].centred
 
@@ -297,3 +297,40 @@ def test_verification_text() -> None:
     ok, text = code.verification_text("torch.mean/var", 0.5)
     assert not ok and "differs from torch.mean/var" in text
     assert not code.verification_text("nn.LayerNorm", float("nan"))[0]
+
+
+@pytest.mark.parametrize("method", ["batch", "layer", "instance", "group", "rms"])
+@pytest.mark.parametrize("seed", range(5))
+def test_the_substituted_numbers_reproduce_y_on_a_calculator(method: str, seed: int) -> None:
+    """The digits shown for x, μ and σ² give the shown y when typed into a calculator."""
+    import math
+    import re
+
+    from normviz.axes.group import selected_group
+
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(4, 6, 8, generator=g) * 3 + 1
+    con = contract(method, "BTC", (4, 6, 8), groups=2 if method == "group" else None)
+    d = selected_group(x, con, (1, 2, 3))
+    nums = [float(v) for v in re.findall(r"-?\d+\.?\d*(?:e-?\d+)?", d.computation_latex())]
+    # y = (x − μ)/√(σ² + ε) with the numbers as printed (x, [μ], σ², ε written as 10^{-5})
+    shown_x, *rest = nums
+    mean = rest[0] if d.mean is not None else 0.0
+    var = rest[1] if d.mean is not None else rest[0]
+    y = (shown_x - mean) / math.sqrt(var + d.eps)
+    assert math.isclose(y, d.y, rel_tol=1e-3, abs_tol=1e-3), d.computation_latex()
+
+
+def test_rmsnorm_has_no_beta_in_its_computation() -> None:
+    from normviz.axes.group import selected_group
+
+    d = selected_group(torch.randn(4, 6, 8), contract("rms", "BTC", (4, 6, 8)), (0, 0, 0))
+    assert r"\beta" not in d.formula_latex()
+    assert "+ 0" not in d.computation_latex()
+    assert "no β" in " ".join(notes_of(d))
+
+
+def notes_of(d):
+    from normviz.axes.group import notes
+
+    return notes(d)

@@ -27,21 +27,21 @@ INTRO = (
 )
 
 
-def _num(v: float) -> str:
-    """A number short enough for a formula on a projector."""
+def _num(v: float, digits: int = 4) -> str:
+    """A number short enough for a formula on a projector (`digits` significant)."""
     if v == 0:
         return "0"
     if not math.isfinite(v):  # ε = 0 on constant data: 0/0
         return r"\text{NaN}" if math.isnan(v) else (r"\infty" if v > 0 else r"-\infty")
     if abs(v) >= 1e4 or abs(v) < 1e-3:
-        mant, exp = f"{v:.3e}".split("e")
+        mant, exp = f"{v:.{digits - 1}e}".split("e")
         return rf"{mant}\times 10^{{{int(exp)}}}"
-    return f"{v:.4g}" if abs(v) >= 1 else f"{v:.4f}".rstrip("0")
+    return f"{v:.{digits}g}"
 
 
-def _paren(v: float) -> str:
-    """A number ready to follow a minus sign."""
-    return f"({_num(v)})" if v < 0 else _num(v)
+def _shown(v: float, digits: int) -> float:
+    """`v` as a student reads it off the page (rounded to `digits` significant digits)."""
+    return float(f"{v:.{digits - 1}e}") if math.isfinite(v) and v else v
 
 
 def _eps(v: float) -> str:
@@ -82,26 +82,47 @@ class GroupDetail:
         """μ and σ² of the group as LaTeX, with m shown."""
         if self.mean is None:
             return (
-                rf"\tfrac{{1}}{{m}}\textstyle\sum x^2 = {_num(self.var)}"
+                rf"\tfrac{{1}}{{m}}\textstyle\sum x^2 = {_num(self.var, self.digits)}"
                 rf"\quad (m = {self.m:,})"
             )
         return (
-            rf"\mu = \tfrac{{1}}{{m}}\textstyle\sum x = {_num(self.mean)},\quad "
-            rf"\sigma^2 = \tfrac{{1}}{{m}}\textstyle\sum (x-\mu)^2 = {_num(self.var)}"
+            rf"\mu = \tfrac{{1}}{{m}}\textstyle\sum x = {_num(self.mean, self.digits)},\quad "
+            rf"\sigma^2 = \tfrac{{1}}{{m}}\textstyle\sum (x-\mu)^2 = "
+            rf"{_num(self.var, self.digits)}"
             rf"\quad (m = {self.m:,})"
         )
 
     def formula_latex(self) -> str:
-        """The symbolic formula this group uses (no μ when the method does not centre)."""
+        """The symbolic formula this group uses: no μ and no β when the method does not
+        centre (torch's RMSNorm has a weight γ and no bias)."""
         if self.mean is None:
-            return r"y = \frac{x}{\sqrt{\tfrac{1}{m}\sum x^2 + \varepsilon}} \cdot \gamma + \beta"
+            return r"y = \frac{x}{\sqrt{\tfrac{1}{m}\sum x^2 + \varepsilon}} \cdot \gamma"
         return r"y = \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \cdot \gamma + \beta"
 
+    @property
+    def digits(self) -> int:
+        """Significant digits that let a calculator reproduce y (4 when they do, up to 9)."""
+        for digits in range(4, 10):
+            x, var = _shown(self.x, digits), _shown(self.var, digits)
+            mean = 0.0 if self.mean is None else _shown(self.mean, digits)
+            y = (x - mean) / math.sqrt(var + self.eps) if var + self.eps > 0 else math.nan
+            if math.isclose(y, _shown(self.y, 4), rel_tol=5e-4, abs_tol=5e-4):
+                return digits
+        return 9
+
     def computation_latex(self) -> str:
-        """(x − μ)/√(σ² + ε)·γ + β = y with the numbers substituted (γ = 1, β = 0)."""
-        num = f"{_num(self.x)} - {_paren(self.mean)}" if self.mean is not None else _num(self.x)
-        den = rf"\sqrt{{{_num(self.var)} + {_eps(self.eps)}}}"
-        return rf"y = \frac{{{num}}}{{{den}}} \cdot 1 + 0 = {_num(self.y)}"
+        """The formula with the numbers substituted (γ = 1, β = 0), each shown to the digits
+        that reproduce the result on a calculator."""
+        d = self.digits
+        x = _num(self.x, d)
+        num = (
+            f"{x} - ({_num(self.mean, d)})"
+            if self.mean is not None and self.mean < 0
+            else (f"{x} - {_num(self.mean, d)}" if self.mean is not None else x)
+        )
+        den = rf"\sqrt{{{_num(self.var, d)} + {_eps(self.eps)}}}"
+        tail = r"\cdot 1" if self.mean is None else r"\cdot 1 + 0"
+        return rf"y = \frac{{{num}}}{{{den}}} {tail} = {_num(self.y)}"
 
 
 def selected_group(
@@ -180,9 +201,22 @@ def notes(d: GroupDetail) -> list[str]:
         f"$$\n{d.stats_latex()}\n$$",  # display maths: $$ on lines of their own
         f"$$\n{d.formula_latex()}\n$$",  # display maths: $$ on lines of their own
         f"$$\n{d.computation_latex()}\n$$",  # display maths: $$ on lines of their own
-        "γ = 1 and β = 0, as in a freshly initialised layer: training then learns "
-        "the scale and shift it wants.",
+        _params_note(d),
     ]
+
+
+def _params_note(d: GroupDetail) -> str:
+    """What γ (and β) are here, and how many digits the substituted numbers carry."""
+    params = (
+        "γ = 1, as in a freshly initialised layer (RMSNorm has no β: it neither centres nor shifts)"
+        if d.mean is None
+        else "γ = 1 and β = 0, as in a freshly initialised layer: training then learns the "
+        "scale and shift it wants"
+    )
+    return (
+        f"{params}. The numbers are shown to {d.digits} significant digits, enough to "
+        "reproduce y on a calculator."
+    )
 
 
 SECTION = Section(
