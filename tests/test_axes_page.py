@@ -19,6 +19,7 @@ from conftest import (
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, style
 from ui.params import PAGE_PARAMS, fmt
+from ui.safe import JOINER
 
 MB = 1_000_000
 PARAMS = {p.name: p for p in PAGE_PARAMS["axes"]}
@@ -50,7 +51,7 @@ def _url(at, name: str) -> str:
 
 def _plain(markdown: str) -> str:
     """Text as the reader sees it: the runner escapes every markdown character in a message."""
-    return re.sub(r"\\(.)", r"\1", markdown)
+    return re.sub(r"\\(.)", r"\1", markdown).replace(JOINER, "")
 
 
 def _query(layout: str, method: str, **extra: str) -> dict[str, str]:
