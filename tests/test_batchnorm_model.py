@@ -20,7 +20,7 @@ SMALL = bn.LabSetup(model_scale=128 / 1438)  # 128 training digits per run: fast
 
 @pytest.fixture(scope="module")
 def trained() -> model.ModelRuns:
-    return model.run(SMALL, {"compare": "group", "model_seeds": 2}, no_progress)
+    return model.run(SMALL, {"compare": "group", "bn_seeds": 2}, no_progress)
 
 
 def test_every_batch_size_sees_the_same_samples(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -32,7 +32,7 @@ def test_every_batch_size_sees_the_same_samples(monkeypatch: pytest.MonkeyPatch)
         return real(grid, progress)
 
     monkeypatch.setattr(variants, "train", spy)
-    res = model.run(SMALL, {"compare": "layer", "model_seeds": 1}, no_progress)
+    res = model.run(SMALL, {"compare": "layer", "bn_seeds": 1}, no_progress)
     assert seen == {2: 128, 64: 128}  # equal samples: batch 2 takes 32× the steps
     r = res.runs
     assert r.samples == 128 and r.steps(2) == 32 * r.steps(64)
@@ -51,7 +51,7 @@ def test_seeds_start_at_the_sidebar_seed(trained: model.ModelRuns) -> None:
 
 def test_an_unfitting_method_is_refused() -> None:
     with pytest.raises(NormConfigError, match="does not fit the MLP"):
-        model.run(SMALL, {"compare": "instance", "model_seeds": 1}, no_progress)
+        model.run(SMALL, {"compare": "instance", "bn_seeds": 1}, no_progress)
 
 
 def test_rescoring_clean_digits_gives_the_training_scores(trained: model.ModelRuns) -> None:
@@ -171,5 +171,5 @@ def test_the_rescoring_step_runs_on_the_trained_networks(trained: model.ModelRun
     # the part's setup is its section's result, so a shift or scale never retrains
     assert bn.part_setup(model.SHIFTED, SMALL, trained) is trained
     assert bn.part_setup(bn.PARTS["bessel"][0], SMALL, None) is SMALL
-    assert {"compare", "model_seeds", "shift", "scale", "step"} <= {k.name for k in bn.KNOBS}
+    assert {"compare", "bn_seeds", "shift", "scale", "bn_step"} <= {k.name for k in bn.KNOBS}
     assert digits().n_val == trained.n_test

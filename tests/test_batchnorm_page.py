@@ -107,9 +107,9 @@ def test_every_section(sim: str) -> None:
         ("convention", "tf"),
         ("steps", "1e9"),
         ("steps", "-3"),
-        ("step", "-1"),
-        ("step", "5000"),
-        ("model_seeds", "9"),
+        ("bn_step", "-1"),
+        ("bn_step", "5000"),
+        ("bn_seeds", "9"),
         ("shift", "inf"),
         ("scale", "0"),
         ("accum", "99"),
@@ -220,7 +220,7 @@ def test_section_widgets() -> None:
 
 
 def test_model_section_with_layernorm_and_nchw() -> None:
-    query = {"sim": "model", "compare": "layer", "shift": "1", "model_seeds": "1"}
+    query = {"sim": "model", "compare": "layer", "shift": "1", "bn_seeds": "1"}
     at = run_app("batchnorm", query, timeout=300)
     assert_clean(at)
     table = at.dataframe[0].value
@@ -258,18 +258,18 @@ def test_a_batch_size_from_an_old_link_snaps_to_a_power_of_two() -> None:
 
 
 def test_stepping_through_the_running_statistics() -> None:
-    at = run_app("batchnorm", {"step": "5"})
+    at = run_app("batchnorm", {"bn_step": "5"})
     assert_clean(at)
     assert _charts(at)[0]["layout"]["title"]["text"] == "Running statistics after batch 5 of 100"
     assert "Batch 5 of 100, channel 0" in texts(at)
-    at.number_input(key="step").increment().run()
+    at.number_input(key="bn_step").increment().run()
     assert_clean(at)
     assert _charts(at)[0]["layout"]["title"]["text"] == "Running statistics after batch 6 of 100"
-    assert _query(at, "step") == "6"
-    at.number_input(key="step").set_value(0).run()
+    assert _query(at, "bn_step") == "6"
+    at.number_input(key="bn_step").set_value(0).run()
     assert _charts(at)[0]["layout"]["title"]["text"] == "Running statistics follow the batches"
     # a step past the steps shows the last batch
-    late = run_app("batchnorm", {"step": "150", "steps": "40"})
+    late = run_app("batchnorm", {"bn_step": "150", "steps": "40"})
     assert_clean(late)
     assert "after batch 40 of 40" in _charts(late)[0]["layout"]["title"]["text"]
 
@@ -318,12 +318,12 @@ def test_batchnorm_in_browser(page, server) -> None:
     step = page.get_by_label("Step through the batches (0: all)")
     step.fill("3")
     step.press("Enter")
-    page.wait_for_url("**step=3**", timeout=SLOW)
+    page.wait_for_url("**bn_step=3**", timeout=SLOW)
     wait_done(page, timeout=SLOW)
     page.locator("svg text", has_text="after batch 3 of 100").first.wait_for(timeout=SLOW)
     box = page.get_by_test_id("stNumberInput").filter(has=step)
     box.get_by_test_id("stNumberInputStepUp").click()
-    page.wait_for_url("**step=4**", timeout=SLOW)
+    page.wait_for_url("**bn_step=4**", timeout=SLOW)
     page.locator("svg text", has_text="after batch 4 of 100").first.wait_for(timeout=SLOW)
     assert_no_exception(page)
     screenshot(page, "batchnorm")

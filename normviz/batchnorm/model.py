@@ -51,7 +51,7 @@ SHIFTED_INTRO = (
     "around the training mean grows ×`scale`."
 )
 COMPARE = Knob("compare", "group", choices=COMPARABLE, label="Compare with")
-SEEDS = Knob("model_seeds", 3, lo=1, hi=5, label="Seeds per network")
+SEEDS = Knob("bn_seeds", 3, lo=1, hi=5, label="Seeds per network")
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ class ModelRuns:
 def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> ModelRuns:
     """The training step: BatchNorm and the compared method at each batch size, every seed."""
     compare = str(knobs["compare"])
-    seeds = tuple(range(setup.seed, setup.seed + int(knobs["model_seeds"])))  # type: ignore[call-overload]
+    seeds = tuple(range(setup.seed, setup.seed + int(knobs["bn_seeds"])))  # type: ignore[call-overload]
     samples = max(BATCH_SIZES[-1], round(EPOCHS * digits().n_train * setup.model_scale))
     runs = train_at_batch_sizes(
         NET, ("batch", compare), BATCH_SIZES, seeds, samples, LR, "adam", progress, keep=True

@@ -40,7 +40,7 @@ INTRO = (
 
 # A view of the result (it never reruns the section): the figure stops at this batch and
 # shows its own statistics beside the running ones; 0 shows every batch.
-STEP = Knob("step", 0, lo=0, hi=STEPS.hi, label="Step through the batches (0: all)")
+STEP = Knob("bn_step", 0, lo=0, hi=STEPS.hi, label="Step through the batches (0: all)")
 
 
 @dataclass(frozen=True)
