@@ -15,6 +15,7 @@ from ui import runner, state
 PAGE = "batchnorm"
 TAB_KEY = "bn_tab"
 RULE_KEY = "_bn_momentum_rule"  # which convention the momentum number is written in
+SNAP_KEY = "_bn_batch_snapped"  # (note, batch size) after a link's batch size was snapped
 
 
 def _on_convention() -> None:
@@ -34,7 +35,7 @@ def controls(s: ns.Settings) -> bn.LabSetup:
         st.session_state[RULE_KEY] = conv if conv in ("pytorch", "keras") else "pytorch"
     cols = st.columns([1, 1, 1.3, 1])
     with cols[0]:
-        b = _widget(st.slider, "batch_size")
+        b = _batch_size()
     with cols[1]:
         steps = _widget(st.slider, "steps")
     with cols[2]:
@@ -58,7 +59,22 @@ def controls(s: ns.Settings) -> bn.LabSetup:
         convention=str(conv),
     )
     st.caption(bn.setup_caption(setup))
+    note, snapped = st.session_state.get(SNAP_KEY, ("", 0))
+    if note and snapped == setup.batch_size:  # shown until the batch size changes
+        st.info(note, icon=":material/straighten:")
     return setup
+
+
+def _batch_size() -> int:
+    """Batch size on a log scale (powers of two); a link's other value snaps to the nearest."""
+    asked = int(st.session_state["batch_size"])
+    if asked not in bn.BATCH_SIZES:
+        st.session_state["batch_size"] = used = bn.snap_batch(asked)
+        st.session_state[SNAP_KEY] = (bn.snap_note(asked, used), used)
+    k = next(k for k in bn.KNOBS if k.name == "batch_size")
+    b = st.select_slider(k.label, bn.BATCH_SIZES, key=k.name, help=bn.HELP.get(k.name))
+    st.query_params[k.name] = ns.fmt(b)
+    return int(b)
 
 
 def _widget(fn: Any, name: str, **kw: Any) -> Any:
@@ -67,12 +83,12 @@ def _widget(fn: Any, name: str, **kw: Any) -> Any:
     return state.widget(fn, name, k.label, PAGE, help=bn.HELP.get(name), **kw)
 
 
-def _knob(k: Knob) -> Any:
-    """A section's own knob: a radio for choices, a slider for a range."""
+def _knob(k: Knob, box: Any) -> Any:
+    """A section's own knob in `box` (a column): a radio for choices, a slider for a range."""
     if k.choices is not None:
         label = bn.CHOICE_LABELS
-        return _widget(st.radio, k.name, horizontal=True, format_func=lambda v: label.get(v, v))
-    return _widget(st.slider, k.name, **({"step": 0.1} if isinstance(k.default, float) else {}))
+        return _widget(box.radio, k.name, horizontal=True, format_func=lambda v: label.get(v, v))
+    return _widget(box.slider, k.name, **({"step": 0.1} if isinstance(k.default, float) else {}))
 
 
 def _channel(C: int, key: str) -> int:
@@ -83,23 +99,35 @@ def _channel(C: int, key: str) -> int:
     return int(col.number_input("Channel to plot", min_value=0, max_value=C - 1, step=1, key=key))
 
 
+def _step(k: Knob, steps: int) -> int:
+    """The batch a step-through view stops at (in the URL; 0: every batch)."""
+    st.session_state[k.name] = min(int(st.session_state[k.name]), steps)
+    return int(_widget(st.columns([1, 2])[0].number_input, k.name, max_value=steps, step=1))
+
+
+def _knobs(section: Section) -> dict[str, Any]:
+    """A section's own widgets, side by side; their values."""
+    cols = st.columns(len(section.knobs)) if section.knobs else []
+    return {k.name: _knob(k, col) for k, col in zip(section.knobs, cols, strict=True)}
+
+
 @st.fragment
 def show(section: Section, setup: bn.LabSetup, presenter: bool) -> None:
     """One section with its own widgets (they rerun only this)."""
     st.markdown(section.intro)
-    knobs = {}
-    if section.knobs:
-        cols = st.columns(len(section.knobs))
-        for col, k in zip(cols, section.knobs, strict=True):
-            with col:
-                knobs[k.name] = _knob(k)
-    view = {}
+    knobs = _knobs(section)
+    view: dict[str, Any] = {}
     if section.slug in bn.CHANNEL_VIEWS:
         view["channel"] = _channel(setup.C, bn.CHANNEL_VIEWS[section.slug])
-    runner.show(PAGE, section, setup, knobs, presenter, intro=False, view=view)
+    if section.slug in bn.STEP_VIEWS:
+        view["step"] = _step(bn.STEP_VIEWS[section.slug], setup.steps)
+    res = runner.show(PAGE, section, setup, knobs, presenter, intro=False, view=view)
     for part in bn.PARTS.get(section.slug, ()):
-        st.subheader(part.label)
-        runner.show(PAGE, part, setup, {}, presenter)
+        part_setup = bn.part_setup(part, setup, res)
+        if part_setup is not None:
+            st.subheader(part.label)
+            st.markdown(part.intro)
+            runner.show(PAGE, part, part_setup, _knobs(part), presenter, intro=False)
 
 
 st.title(bn.TITLE)

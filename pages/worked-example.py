@@ -9,6 +9,7 @@ from normviz.text import FORMULA
 from ui import runner, state
 
 PAGE = "worked-example"
+CELL_KEYS = ("wk_row", "wk_col")  # the selected cell (not in the URL: the matrix is not either)
 
 
 def editor() -> worked.Matrix | None:
@@ -35,13 +36,24 @@ def editor() -> worked.Matrix | None:
         return None
 
 
-def method_column(steps: worked.MethodSteps) -> None:
+def cell_picker(x) -> tuple[int, int]:
+    """The cell (row, column; 0-based) whose computation is worked out, for both methods."""
+    picked = []
+    boxes = st.columns(4)[:2]
+    for box, key, n, word in zip(boxes, CELL_KEYS, x.shape, ("Row", "Column"), strict=True):
+        if st.session_state.get(key, 0) >= n:
+            st.session_state[key] = 0  # the matrix shrank
+        picked.append(int(box.selectbox(word, range(n), format_func=lambda i: str(i + 1), key=key)))
+    return picked[0], picked[1]
+
+
+def method_column(steps: worked.MethodSteps, row: int, col: int) -> None:
     """One method: its statistics written out, its table, the torch check."""
     st.subheader(worked.heading(steps))
     st.markdown(worked.summary(steps))
-    for s in steps.stats:
-        st.markdown(worked.stat_heading(steps, s))
-        for line in worked.statistic_latex(s, steps.eps):
+    for heading, lines in worked.worked_stats(steps, row, col):
+        st.markdown(heading)
+        for line in lines:
             st.latex(line)
     runner.table(worked.steps_frame(steps))
     ok, text = worked.torch_check(steps)
@@ -54,9 +66,11 @@ def method_column(steps: worked.MethodSteps) -> None:
 def method_columns(res: worked.Walkthrough) -> None:
     for label, message in res.refused:
         st.error(worked.refusal_text(label, message), icon=":material/block:")
-    for col, steps in zip(st.columns(len(res.steps) or 1), res.steps, strict=False):
-        with col:
-            method_column(steps)
+    row, col = cell_picker(res.x)
+    st.markdown(worked.cell_text(res, row, col))
+    for box, steps in zip(st.columns(len(res.steps) or 1), res.steps, strict=False):
+        with box:
+            method_column(steps, row, col)
 
 
 # ---- the page ----------------------------------------------------------------------------

@@ -571,3 +571,63 @@ def test_figures_have_their_traces_and_titles() -> None:
         assert _size(f) <= 1_000_000
     payload = json.loads(fig.to_json())
     assert "x" not in payload["data"][0]  # steps are sent as x0/dx, not as an array
+
+
+# ---- stepping through the running statistics; the batch size on a log scale ----------------
+
+
+@pytest.mark.parametrize(("convention", "momentum"), CONVENTIONS)
+def test_a_step_shows_its_batch_and_the_update_written_out(convention: str, momentum: float):
+    setup = replace(SMALL["BTC"], convention=convention, momentum=momentum)
+    tr = replace(running.running_trace(setup), step=7, channel=2)
+    assert tr.at == 7
+    fig = running.figure(tr)
+    assert fig.layout.title.text == "Running statistics after batch 7 of 30"
+    dots = fig.data[0]  # batch means of channel 2, up to batch 7 only
+    assert len(dots.y) == 7 and dots.y[-1] == pytest.approx(tr.batch_mean[6, 2], abs=1e-5)
+    ringed = next(t for t in fig.data if t.name == "batch 7: its own and the running value")
+    assert list(ringed.y) == pytest.approx([tr.batch_mean[6, 2], tr.running_mean[6, 2]], abs=1e-5)
+    assert list(fig.layout.xaxis.range) == [0.5, 30.5]  # stepping never rescales the axis
+    table = running.table(tr)
+    assert table.loc[0, "batch 7"] == tr.batch_mean[6, 2]
+    assert table.loc[1, "running (after batch 7)"] == tr.running_var[6, 2]
+    # the sentence fills the update rule with the numbers, and they add up
+    w = 1 / 7 if convention == "cumulative" else lab.batch_weight(momentum, convention)
+    prev, mean = tr.running_mean[5, 2], tr.batch_mean[6, 2]
+    assert (1 - w) * prev + w * mean == pytest.approx(tr.running_mean[6, 2], abs=1e-5)
+    text = running.notes(tr)[1]
+    assert f"(1 − w)·{prev:.4g} + w·{mean:.4g} = {tr.running_mean[6, 2]:.4g}" in text
+    assert ("× n/(n−1)" in text) == (convention != "keras")
+
+
+def test_the_first_step_starts_from_the_initial_buffers_and_0_shows_all() -> None:
+    tr = running.running_trace(SMALL["BTC"])
+    first = replace(tr, step=1)
+    assert (
+        "(1 − w)·0 + w·" in running.notes(first)[1] and "(1 − w)·1 + w·" in running.notes(first)[1]
+    )
+    everything = replace(tr, step=0)
+    assert everything.at == 30 and len(running.notes(everything)) == len(running.notes(tr))
+    assert running.figure(everything).layout.title.text == "Running statistics follow the batches"
+    assert replace(tr, step=999).at == 30  # past the end: the last batch
+
+
+def test_batch_sizes_snap_to_the_nearest_power_of_two() -> None:
+    assert lab.BATCH_SIZES == (1, 2, 4, 8, 16, 32, 64, 128, 256)
+    snapped = {b: lab.snap_batch(b) for b in (1, 3, 5, 6, 9, 12, 100, 181, 182, 256, 0, 999)}
+    assert snapped == {
+        1: 1,
+        3: 4,
+        5: 4,
+        6: 8,
+        9: 8,
+        12: 16,
+        100: 128,
+        181: 128,
+        182: 256,
+        256: 256,
+        0: 1,
+        999: 256,
+    }
+    assert all(lab.snap_batch(b) == b for b in lab.BATCH_SIZES)
+    assert "batch size 9" in lab.snap_note(9, 8) and "uses 8" in lab.snap_note(9, 8)

@@ -1,147 +1,175 @@
-"""The real-model section: seeded training, and the qualitative BatchNorm result it teaches."""
+"""The BatchNorm lab's real model: trained on the training lab's digits with equal samples
+seen, re-scored apart on shifted digits, and every sentence computed from the scores."""
 
 from __future__ import annotations
 
-import pytest
-import torch
-from torch import nn
+import json
 
-from normviz import NormConfigError
-from normviz.batchnorm import model, network
+import numpy as np
+import pytest
+
+from normviz import batchnorm as bn
+from normviz.batchnorm import model
+from normviz.errors import NormConfigError
+from normviz.sections import no_progress
+from normviz.training import BatchSizeRuns, variants
+from normviz.training.data import digits
+
+SMALL = bn.LabSetup(model_scale=128 / 1438)  # 128 training digits per run: fast
 
 
 @pytest.fixture(scope="module")
-def trained() -> dict[int, network.Trained]:
-    """The page's default runs (GroupNorm beside BatchNorm) for two seeds, trained once."""
-    return {seed: network.train_all(network.ModelConfig(seed=seed)) for seed in (0, 1)}
+def trained() -> model.ModelRuns:
+    return model.run(SMALL, {"compare": "group", "bn_seeds": 2}, no_progress)
 
 
-def test_data_is_seeded_and_raw() -> None:
-    cfg = network.ModelConfig(seed=4)
-    a, b = network.make_data(cfg), network.make_data(cfg)
-    assert torch.equal(a.x_train, b.x_train) and torch.equal(a.y_test, b.y_test)
-    other = network.make_data(network.ModelConfig(seed=5))
-    assert not torch.equal(a.x_train, other.x_train)
-    assert a.x_train.shape == (cfg.n_train, cfg.features) and a.x_test.shape[0] == cfg.n_test
-    assert set(a.y_train.tolist()) == set(range(cfg.classes))
-    # raw features: far from standardized, so the first normalization has work to do
-    assert a.mean.abs().max() > 1.0 and a.std.max() / a.std.min() > 2.0
+def test_every_batch_size_sees_the_same_samples(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[int, int] = {}
+    real = variants.train
+
+    def spy(grid, progress):
+        seen[grid.batch] = grid.steps * grid.batch  # samples the run actually sees
+        return real(grid, progress)
+
+    monkeypatch.setattr(variants, "train", spy)
+    res = model.run(SMALL, {"compare": "layer", "bn_seeds": 1}, no_progress)
+    assert seen == {2: 128, 64: 128}  # equal samples: batch 2 takes 32× the steps
+    r = res.runs
+    assert r.samples == 128 and r.steps(2) == 32 * r.steps(64)
+    assert r.norms == ("batch", "layer") and r.batch_sizes == model.BATCH_SIZES
+    assert (
+        "every run sees 128 training digits, which is 64 steps at batch 2 and 2 steps"
+        in (model.notes(res)[0])
+    )
 
 
-def test_network_uses_the_real_torch_layers() -> None:
-    cfg = network.ModelConfig()
-    kinds = {m: [type(x) for x in network.build(m, cfg)] for m in ("batch", "layer", "group")}
-    assert kinds["batch"].count(nn.BatchNorm1d) == 2
-    assert kinds["layer"].count(nn.LayerNorm) == 2
-    assert kinds["group"].count(nn.GroupNorm) == 2
-    with pytest.raises(NormConfigError, match="compares BatchNorm with one of group, layer"):
-        network.train_all(network.ModelConfig(compare="instance"))
+def test_seeds_start_at_the_sidebar_seed(trained: model.ModelRuns) -> None:
+    assert trained.runs.seeds == (0, 1)
+    assert trained.runs.eval_acc.shape == (2, 2, 2)  # norms × batch sizes × seeds
+    assert len(trained.runs.weights) == 2  # kept, for the re-scoring step
 
 
-def test_training_is_seeded_and_reports_progress() -> None:
-    cfg = network.ModelConfig(seed=2, steps=40, compare="layer")
-    seen: list[tuple[float, str]] = []
-    a = network.train_all(cfg, progress=lambda f, text: seen.append((f, text)))
-    b = network.train_all(cfg)
-    assert [(r.method, r.batch_size) for r in a.runs] == [
-        ("batch", 2),
-        ("batch", 64),
-        ("layer", 2),
-        ("layer", 64),
-    ]
-    for ra, rb in zip(a.runs, b.runs, strict=True):
-        assert ra.state.keys() == rb.state.keys()
-        assert all(torch.equal(ra.state[k], rb.state[k]) for k in ra.state)
-    fractions = [f for f, _ in seen]
-    assert fractions == sorted(fractions) and fractions[-1] == 1.0
-    assert any("BatchNorm at batch size 2" in t for _, t in seen)
-    # the BatchNorm buffers are torch's own, one update per training step
-    assert int(a.runs[0].state["1.num_batches_tracked"]) == cfg.steps
+def test_an_unfitting_method_is_refused() -> None:
+    with pytest.raises(NormConfigError, match="does not fit the MLP"):
+        model.run(SMALL, {"compare": "instance", "bn_seeds": 1}, no_progress)
 
 
-@pytest.mark.parametrize("seed", [0, 1])
-def test_tiny_batches_lose_to_normal_batches_under_shift(
-    trained: dict[int, network.Trained], seed: int
-) -> None:
-    rep = network.evaluate(trained[seed], shift=0.5, scale=1.0)
-    rows = {(r.method, r.batch_size): r for r in rep.rows}
-    bn2, bn64 = rows[("batch", 2)], rows[("batch", 64)]
-    # the issue's claim: evaluation accuracy with batch size 2 and shift is below batch size 64's
-    assert bn2.eval_shifted < bn64.eval_shifted
-    # and batch size 2 already shows the train/eval split without any shift
-    assert bn2.eval_clean < bn64.eval_clean
-    assert bn2.train_clean != bn2.eval_clean
-    # GroupNorm has no train/eval split: both modes agree (up to a tied prediction or two)
-    for b in (2, 64):
-        gn = rows[("group", b)]
-        assert abs(gn.train_clean - gn.eval_clean) <= 0.002
-    assert rep.chance == 0.25
+def test_rescoring_clean_digits_gives_the_training_scores(trained: model.ModelRuns) -> None:
+    # shift 0, scale 1 leaves the digits as they are: the same networks, the same scores
+    same = model.run_shifted(trained, {"shift": 0.0, "scale": 1.0}, no_progress)
+    np.testing.assert_array_equal(same.shifted_eval, trained.runs.eval_acc)
+    np.testing.assert_array_equal(same.shifted_train, trained.runs.train_acc)
+    # and scoring never moves the kept weights (running statistics included)
+    before = [a.copy() for a in trained.runs.weights[0]]
+    model.run_shifted(trained, {"shift": 3.0, "scale": 2.0}, no_progress)
+    for a, b in zip(before, trained.runs.weights[0], strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
-def test_evaluation_leaves_the_trained_runs_alone(trained: dict[int, network.Trained]) -> None:
-    run = trained[0].runs[0]
-    before = {k: v.clone() for k, v in run.state.items()}
-    rep = network.evaluate(trained[0], shift=2.0, scale=3.0)
-    assert all(torch.equal(before[k], run.state[k]) for k in before)
-    assert (rep.shift, rep.scale) == (2.0, 3.0)
-    none = network.evaluate(trained[0], shift=0.0, scale=1.0)
-    for r in none.rows:  # no shift: the shifted columns are the clean ones
-        assert (r.train_shifted, r.eval_shifted) == (r.train_clean, r.eval_clean)
+def test_batchnorm_training_mode_undoes_the_shift(trained: model.ModelRuns) -> None:
+    # training mode re-centres and re-scales each test batch after the first linear layer:
+    # a per-pixel shift and scale of the inputs cancels (up to ε)
+    res = model.run_shifted(trained, {"shift": 2.0, "scale": 1.5}, no_progress)
+    np.testing.assert_allclose(res.shifted_train[0], trained.runs.train_acc[0], atol=0.01)
+    text = "\n".join(model.shifted_notes(res))
+    moved = np.abs(res.shifted_train[0].mean(-1) - trained.runs.train_acc[0].mean(-1)).max()
+    assert ("does not move with the shift" in text) == (100 * moved < model.SAME)
 
 
-def test_accuracy_in_training_mode_uses_the_training_batch_size() -> None:
-    cfg = network.ModelConfig(steps=5)
-    model = network.build("batch", cfg, torch.Generator().manual_seed(0))
-    data = network.make_data(cfg)
-    calls: list[int] = []
-    model[1].register_forward_hook(lambda m, i, o: calls.append(i[0].shape[0]))
-    network.accuracy(model, data.x_test, data.y_test, training=True, batch_size=64)
-    assert set(calls) == {64} and len(calls) == cfg.n_test // 64
-    calls.clear()
-    network.accuracy(model, data.x_test, data.y_test, training=False, batch_size=64)
-    assert calls == [cfg.n_test]
+def test_the_sentences_describe_the_real_scores(trained: model.ModelRuns) -> None:
+    # whatever the networks learned, the words say what the numbers show
+    ev = trained.runs.eval_acc
+    text = "\n".join(model.notes(trained))
+    d = 100 * (ev[0, 0].mean() - ev[0, 1].mean())
+    word = "about the same as" if abs(d) < model.SAME else ("lower" if d < 0 else "higher")
+    assert f"trained with batches of 2 scores {model.pct(ev[0, 0])}: " in text
+    first = text.split("\n")[1]
+    assert word in first
+    ranges = "overlap" if model.overlap(ev[0, 0], ev[0, 1]) else "do not overlap"
+    assert first.endswith(f"the seeds' ranges {ranges}.")
 
 
-def test_model_figure(trained: dict[int, network.Trained]) -> None:
-    rep = network.evaluate(trained[0], shift=0.5, scale=1.0)
-    fig = model.figure(rep)
-    assert [t.name for t in fig.data] == [label for _, label, _ in model.MODEL_SCORES]
-    assert list(fig.data[1].x) == [
+def _runs(bn_eval, bn_train, other_eval, other_train) -> model.ModelRuns:
+    """Fabricated scores: (batch sizes, seeds) arrays for BatchNorm and GroupNorm."""
+    ev = np.array([bn_eval, other_eval], dtype=float)
+    tr = np.array([bn_train, other_train], dtype=float)
+    runs = BatchSizeRuns(
+        ("batch", "group"), (2, 64), (0, 1, 2), ev, tr, np.zeros(ev.shape, bool), 1438
+    )
+    return model.ModelRuns(runs, 359)
+
+
+def test_sentences_follow_fabricated_scores_both_ways() -> None:
+    worse = _runs(
+        [[0.60, 0.62, 0.64], [0.94, 0.95, 0.96]],
+        [[0.40, 0.41, 0.42], [0.95, 0.96, 0.97]],
+        [[0.88, 0.88, 0.88], [0.90, 0.90, 0.90]],
+        [[0.88, 0.88, 0.88], [0.90, 0.90, 0.90]],
+    )
+    text = "\n".join(model.notes(worse))
+    assert "scores 62.0 % (seeds 60.0–64.0 %): 33.0 points lower than BatchNorm trained" in text
+    assert "(95.0 %, seeds 94.0–96.0 %); the seeds' ranges do not overlap." in text
+    assert "scores 41.0 % (seeds 40.0–42.0 %): 21.0 points lower than the same networks" in text
+    assert "26.0 points higher than BatchNorm at the same batch size" in text
+    assert "its two scores agree" in text
+    # the other way round: BatchNorm at batch 2 better in evaluation mode, ranges overlapping
+    better = _runs(
+        [[0.93, 0.96, 0.99], [0.90, 0.94, 0.95]],
+        [[0.97, 0.97, 0.97], [0.95, 0.96, 0.97]],
+        [[0.50, 0.50, 0.50], [0.50, 0.50, 0.50]],
+        [[0.52, 0.52, 0.52], [0.50, 0.50, 0.50]],
+    )
+    text = "\n".join(model.notes(better))
+    assert "3.0 points higher than BatchNorm trained with batches of 64" in text
+    assert "the seeds' ranges overlap." in text
+    assert "1.0 points higher than the same networks in evaluation mode" in text
+    assert "46.0 points lower than BatchNorm at the same batch size" in text
+    assert "about the same as GroupNorm trained with batches of 64" in text
+    assert "differ (by up to 2.0 points) only because" in text
+    assert "lower than BatchNorm trained" not in text
+
+
+def test_shift_sentences_follow_fabricated_scores_both_ways() -> None:
+    runs = _runs(
+        [[0.6] * 3, [0.95] * 3], [[0.4] * 3, [0.96] * 3], [[0.88] * 3, [0.9] * 3], [[0.88] * 3] * 2
+    ).runs
+    shifted = np.array([[[0.6] * 3, [0.80] * 3], [[0.88] * 3, [0.9] * 3]])
+    kept = model.ShiftScores(runs, shifted, runs.train_acc.copy(), 2.0, 1.5)
+    text = "\n".join(model.shifted_notes(kept))
+    assert "BatchNorm, batch 64: 80.0 % (seeds 80.0–80.0 %), 15.0 points below clean" in text
+    assert "GroupNorm, batch 64: 90.0 % (seeds 90.0–90.0 %), about the same as on clean" in text
+    assert "does not move with the shift (at most 0.0 points)" in text
+    moved = model.ShiftScores(runs, shifted, runs.train_acc - 0.1, 2.0, 1.5)
+    text = "\n".join(model.shifted_notes(moved))
+    assert "does not move" not in text and "moves by up to 10.0 points" in text
+
+
+def test_figures_and_tables(trained: model.ModelRuns) -> None:
+    fig = model.figure(trained)
+    names = [t.name for t in fig.data]
+    assert names[0] == "evaluation mode" and names[1].startswith("training mode")
+    assert list(fig.data[0].x) == [
         "BatchNorm, batch 2",
         "BatchNorm, batch 64",
         "GroupNorm, batch 2",
         "GroupNorm, batch 64",
     ]
-    assert fig.data[3].y[0] == pytest.approx(rep.rows[0].eval_shifted, abs=1e-4)
-    assert len(fig.to_json()) <= 1_000_000
-
-
-def test_trained_networks_are_reused_across_test_shifts() -> None:
-    cfg = network.ModelConfig(seed=3, steps=10)
-    seen: list[float] = []
-    first = network.trained(cfg, lambda f, text: seen.append(f))
-    assert seen and seen[-1] == 1.0  # the first call trains, with progress
-    seen.clear()
-    assert network.trained(cfg, lambda f, text: seen.append(f)) is first
-    assert not seen  # the second does not train again
-
-
-def test_model_sentences_come_from_the_scores() -> None:
-    """Issue 13: the section says what its own chart shows, whichever way the scores fall."""
-    rows = (
-        network.AccuracyRow("batch", 2, 0.52, 0.81, 0.52, 0.62),
-        network.AccuracyRow("batch", 64, 0.98, 0.98, 0.98, 0.91),
-        network.AccuracyRow("group", 2, 0.87, 0.87, 0.80, 0.80),
-        network.AccuracyRow("group", 64, 0.98, 0.98, 0.91, 0.91),
+    assert len(fig.data[0].error_y.array) == 4  # the seeds' spread
+    res = model.run_shifted(trained, {"shift": 1.0, "scale": 1.0}, no_progress)
+    sfig = model.shifted_figure(res)
+    assert len(sfig.data) == 4 and "shift 1 σ" in sfig.layout.title.text
+    assert len(json.dumps(sfig.to_plotly_json(), default=str)) < 1_000_000
+    df = model.table(trained)
+    assert df.attrs["format"] == "percent"
+    assert df["evaluation mode"].tolist() == pytest.approx(
+        trained.runs.eval_acc.reshape(4, -1).mean(-1)
     )
-    cfg = network.ModelConfig()
-    text = "\n".join(model.notes(network.ModelReport(rows, 2.0, 1.5, 0.25, cfg)))
-    assert "81% in evaluation mode and 52% in training mode" in text
-    assert "evaluation mode is 29 points higher than training mode" in text
-    assert "17 points lower than BatchNorm trained with batches of 64 (98%)" in text
-    assert "600 samples" in text and "19,200 samples" in text
-    assert "does not move with the shift" in text
-    flipped = (network.AccuracyRow("batch", 2, 0.81, 0.52, 0.70, 0.50), *rows[1:])
-    text = "\n".join(model.notes(network.ModelReport(flipped, 2.0, 1.5, 0.25, cfg)))
-    assert "evaluation mode is 29 points lower than training mode" in text
-    assert "does not move with the shift" not in text  # 0.81 → 0.70 in training mode
+    assert list(model.shifted_table(res).columns)[1] == "evaluation mode, shifted"
+
+
+def test_the_rescoring_step_runs_on_the_trained_networks(trained: model.ModelRuns) -> None:
+    # the part's setup is its section's result, so a shift or scale never retrains
+    assert bn.part_setup(model.SHIFTED, SMALL, trained) is trained
+    assert bn.part_setup(bn.PARTS["bessel"][0], SMALL, None) is SMALL
+    assert {"compare", "bn_seeds", "shift", "scale", "bn_step"} <= {k.name for k in bn.KNOBS}
+    assert digits().n_val == trained.n_test

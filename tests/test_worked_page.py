@@ -61,6 +61,31 @@ def test_source_example_shows_the_printed_numbers() -> None:
     assert not at.warning and not at.error
 
 
+def test_every_cell_can_be_worked_out() -> None:
+    at = run_app("worked-example")
+    assert_clean(at)
+    page = texts(at)
+    assert "Cell (row 1, column 1) holds 1" in page
+    assert r"y_{1,1} = \frac{1 - 2}{\sqrt{1 + 10^{-5}}} = -1" in page  # BatchNorm, column 1
+    at.selectbox(key="wk_row").set_value(1).run()
+    at.selectbox(key="wk_col").set_value(2).run()
+    assert_clean(at)
+    page = texts(at)
+    assert "Cell (row 2, column 3) holds 9" in page
+    assert "BatchNorm with column 3's μ and σ²; LayerNorm with row 2's μ and σ²" in page
+    # BatchNorm: row 2 of every column; LayerNorm: column 3 of every row, numbers filled in
+    assert r"y_{2,3} = \frac{9 - 8}{\sqrt{1 + 10^{-5}}} = 1" in page
+    assert r"y_{2,3} = \frac{9 - 5.333}{\sqrt{6.889 + 10^{-5}}} = 1.397" in page
+    assert r"y_{1,3} = \frac{7 - 3.333}{\sqrt{6.889 + 10^{-5}}} = 1.397" in page
+    assert r"y_{2,1} = \frac{3 - 2}{\sqrt{1 + 10^{-5}}} = 1" in page
+    assert "**Column 3** (holds the selected cell)" in page
+    assert "**Row 2** (holds the selected cell)" in page
+    # a smaller matrix resets a cell that no longer exists
+    at.selectbox(key="wk_preset").set_value("one_row").run()
+    assert_clean(at)
+    assert at.selectbox(key="wk_row").value == 0 and "Cell (row 1, column 3)" in texts(at)
+
+
 @pytest.mark.parametrize("preset", [k for k in worked.PRESETS if k != "source"])
 def test_every_preset(preset: str) -> None:
     at = run_app("worked-example")
@@ -213,7 +238,8 @@ def test_worked_example_in_browser(page, server) -> None:
     tex = _tex_lines(page)
     assert edited_mu in tex
     assert r"\mu = \frac{5 + 2 + 7}{3} = 4.667" in tex  # LayerNorm, row 1
-    y1 = [line.rsplit("=", 1)[1].strip() for line in tex if line.startswith("y_1")]
+    # the default cell is row 1, column 1: its row in every column, its column in every row
+    y1 = [line.rsplit("=", 1)[1].strip() for line in tex if line.startswith("y_{")]
     assert y1 == expected_y1, (y1, expected_y1)
     assert worked.fmt(layer[0, 0]) == "0.162"  # LayerNorm of [5, 2, 7], first value ...
     assert "0.162" in page.inner_text("body")  # ... as the page prints it

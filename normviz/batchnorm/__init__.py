@@ -13,6 +13,8 @@ section, whose choices are the sections' slugs.
 
 from __future__ import annotations
 
+from typing import Any
+
 from normviz.batchnorm import (
     accumulation,
     batch_size,
@@ -30,6 +32,7 @@ from normviz.batchnorm import (
     where,
 )
 from normviz.batchnorm.lab import (
+    BATCH_SIZES,
     CONVENTION_LABELS,
     HELP,
     INTRO,
@@ -40,6 +43,8 @@ from normviz.batchnorm.lab import (
     convert_momentum,
     memory_text,
     setup_caption,
+    snap_batch,
+    snap_note,
 )
 from normviz.knobs import Knob, merge
 from normviz.methods import METHODS
@@ -62,25 +67,46 @@ SECTIONS: tuple[Section, ...] = (
     model.SECTION,
 )
 # more sections shown under a section's tab, after it (they have no tab or `sim` value)
-PARTS: dict[str, tuple[Section, ...]] = {bessel.SECTION.slug: (bessel.ONE_VALUE,)}
+PARTS: dict[str, tuple[Section, ...]] = {
+    bessel.SECTION.slug: (bessel.ONE_VALUE,),
+    model.SECTION.slug: (model.SHIFTED,),
+}
+
+
+def part_setup(part: Section, setup: LabSetup, result: Any) -> Any | None:
+    """The setup a part runs on: the lab's, or (the real model's re-scoring step) its
+    section's result, the trained networks, so a slider never retrains. None: the part
+    needs a result its section could not give."""
+    if part.slug == model.SHIFTED.slug:
+        return result
+    return setup
+
+
 # sections whose figure follows one channel (a view of the result: `channel` field),
 # with the key of their channel picker
 CHANNEL_VIEWS: dict[str, str] = {
     running.SECTION.slug: "bn_channel",
     order.SECTION.slug: "bn_order_channel",
 }
+# sections with a step-through view: the URL knob of the batch their figure stops at
+STEP_VIEWS: dict[str, Knob] = {running.SECTION.slug: running.STEP}
+VIEW_KNOBS: tuple[Knob, ...] = tuple(STEP_VIEWS.values())
 # how a section knob's choice reads in its widget
 CHOICE_LABELS: dict[str, str] = {**{k: m.label for k, m in METHODS.items()}, **gradients.INITS}
 SIM = Knob("sim", SECTIONS[0].slug, choices=slugs(SECTIONS), label="Section")
-KNOBS: tuple[Knob, ...] = merge(LAB_KNOBS, *(s.knobs for s in SECTIONS), (SIM,))
+PART_SECTIONS: tuple[Section, ...] = tuple(p for parts in PARTS.values() for p in parts)
+KNOBS: tuple[Knob, ...] = merge(
+    LAB_KNOBS, *(s.knobs for s in (*SECTIONS, *PART_SECTIONS)), VIEW_KNOBS, (SIM,)
+)
 
 
 def example_setup() -> LabSetup:
     """A small, fast setup: every section runs in seconds at its knobs' maxima."""
-    return LabSetup(sample_shape=(5, 6), batch_size=4, steps=30, model_steps=40)
+    return LabSetup(sample_shape=(5, 6), batch_size=4, steps=30, model_scale=0.1)
 
 
 __all__ = [
+    "BATCH_SIZES",
     "CHANNEL_VIEWS",
     "CHOICE_LABELS",
     "CONVENTION_LABELS",
@@ -90,11 +116,16 @@ __all__ = [
     "PARTS",
     "SECTIONS",
     "SIM",
+    "STEP_VIEWS",
     "TITLE",
+    "VIEW_KNOBS",
     "LabSetup",
     "check",
     "convert_momentum",
     "example_setup",
     "memory_text",
+    "part_setup",
     "setup_caption",
+    "snap_batch",
+    "snap_note",
 ]

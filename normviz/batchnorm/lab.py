@@ -59,6 +59,8 @@ CONVENTION_LABELS: dict[str, str] = {
 # ---- the knobs every section uses (they live in the LabSetup) -------------------------
 
 BATCH_SIZE = Knob("batch_size", 8, lo=1, hi=256, label="Batch size b")
+# the batch-size widget's stops: powers of two (a log scale); a link may carry any 1…256
+BATCH_SIZES: tuple[int, ...] = tuple(2**k for k in range(9))
 MOMENTUM = Knob("momentum", 0.1, lo=0.0, hi=1.0, label="Momentum")
 CONVENTION = Knob("convention", "pytorch", choices=CONVENTIONS, label="Update rule")
 STEPS = Knob("steps", 100, lo=1, hi=2000, label="Training steps")
@@ -72,6 +74,20 @@ HELP: dict[str, str] = {
     "momentum": "The number in the chosen rule: PyTorch m = 0.1 is Keras momentum = 0.9. "
     "Switching the rule converts it.",
 }
+
+
+def snap_batch(b: int) -> int:
+    """The power of two nearest to b on a log scale (the batch-size widget's stops)."""
+    b = min(max(int(b), BATCH_SIZES[0]), BATCH_SIZES[-1])
+    return min(BATCH_SIZES, key=lambda p: (abs(math.log2(p) - math.log2(b)), p))
+
+
+def snap_note(asked: int, used: int) -> str:
+    """What the page says when a link's batch size is not one of the widget's stops."""
+    return (
+        f"The link asks for batch size {asked}; the batch-size slider moves in powers of two, "
+        f"so the lab uses {used}, the nearest on a log scale."
+    )
 
 
 @contextmanager
@@ -105,7 +121,7 @@ class LabSetup:
     steps: int = 100  # training batches fed to BatchNorm
     momentum: float = 0.1  # in the chosen convention (ignored by "cumulative")
     convention: str = "pytorch"  # pytorch | keras | cumulative
-    model_steps: int = 300  # optimizer steps of each network in the real-model section
+    model_scale: float = 1.0  # the real-model section's training samples, × (tests: smaller)
 
     @property
     def C(self) -> int:

@@ -12,19 +12,22 @@ from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.batchnorm.lab import (
+    STEPS,
     TRAIN_SAMPLES,
     LabSetup,
+    batch_weight,
     check,
     convert_momentum,
     new_running,
     one_thread,
     twin_convention,
 )
-from normviz.batchnorm.plot import BATCH, RUNNING, TWIN, level, steps_trace
+from normviz.batchnorm.plot import BATCH, RUNNING, TWIN, level, rounded, steps_trace
 from normviz.batchnorm.stream import Fraction, batch_indices, make_dataset, phase, run_stream, to_np
-from normviz.knobs import Value
+from normviz.knobs import Knob, Value
 from normviz.running import RunningStats
 from normviz.sections import Progress, Section
+from normviz.style import HIGHLIGHT
 
 INTRO = (
     "In training, BatchNorm normalizes each batch with that batch's own mean and "
@@ -34,6 +37,10 @@ INTRO = (
     "Keras 3 writes the same rule with momentum = 1 − m: PyTorch's default m = 0.1 is "
     "Keras' 0.9, and Keras' default 0.99 is PyTorch's 0.01 (a memory of about 100 batches)."
 )
+
+# A view of the result (it never reruns the section): the figure stops at this batch and
+# shows its own statistics beside the running ones; 0 shows every batch.
+STEP = Knob("bn_step", 0, lo=0, hi=STEPS.hi, label="Step through the batches (0: all)")
 
 
 @dataclass(frozen=True)
@@ -52,7 +59,19 @@ class RunningTrace:
     true_var: np.ndarray  # (C,)
     n: int  # values per channel per batch
     final: RunningStats  # the buffers after the last step (a copy)
+    convention: str = "pytorch"  # the update rule (pytorch | keras | cumulative)
+    weight: float | None = 0.1  # a new batch's weight in the update (None: 1/k at step k)
     channel: int = 0  # the channel the figure and table follow (a view: no rerun)
+    step: int = 0  # the batch the figure stops at (a view: no rerun); 0: every batch
+
+    @property
+    def steps(self) -> int:
+        return int(self.running_mean.shape[0])
+
+    @property
+    def at(self) -> int:
+        """The batch shown (1-based): the chosen step, or the last one."""
+        return min(self.step, self.steps) if self.step > 0 else self.steps
 
     @property
     def bessel(self) -> float:
@@ -84,6 +103,8 @@ def running_trace(setup: LabSetup, progress: Fraction | None = None) -> RunningT
         true_var=to_np(ds.var),
         n=tr.n,
         final=rs.copy(),
+        convention=setup.convention,
+        weight=batch_weight(setup.momentum, setup.convention),
     )
 
 
@@ -93,9 +114,9 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Runn
 
 
 def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
-    """Batch statistics (dots), running statistics (line), truth (dashed) of one channel."""
-    channel = trace.channel
-    S = trace.running_mean.shape[0]
+    """Batch statistics (dots), running statistics (line), truth (dashed) of one channel,
+    up to the chosen batch, whose own statistic and running value are ringed."""
+    channel, S, k = trace.channel, trace.steps, trace.at
     fig = make_subplots(
         rows=2,
         cols=1,
@@ -110,7 +131,7 @@ def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
         first = row == 1
         fig.add_trace(
             steps_trace(
-                batch[:, channel],
+                batch[:k, channel],
                 "this batch's statistic" + (" (biased variance)" if not first else ""),
                 mode="markers",
                 marker={"color": BATCH, "size": 5, "opacity": 0.6},
@@ -121,7 +142,7 @@ def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
         )
         fig.add_trace(
             steps_trace(
-                running[:, channel],
+                running[:k, channel],
                 "running statistic",
                 mode="lines",
                 line={"color": RUNNING, "width": 3},
@@ -134,7 +155,7 @@ def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
         if twin is not None and trace.twin is not None:
             fig.add_trace(
                 steps_trace(
-                    twin[:, channel],
+                    twin[:k, channel],
                     f"{trace.twin} convention, momentum {trace.twin_momentum:g}",
                     mode="lines",
                     line={"color": TWIN, "width": 3, "dash": "dot"},
@@ -145,40 +166,80 @@ def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
                 1,
             )
         fig.add_trace(level(S, truth[channel], "training set (truth)", first), row, 1)
+        if trace.step > 0:
+            fig.add_trace(_ringed(k, batch[k - 1, channel], running[k - 1, channel], first), row, 1)
+    fig.update_xaxes(range=[0.5, S + 0.5])  # fixed: stepping never rescales the axis
     fig.update_xaxes(title_text="training step (batch)", row=2, col=1)
-    fig.update_layout(
-        title="Running statistics follow the batches", legend={"orientation": "h", "y": -0.15}
-    )
+    title = "Running statistics follow the batches"
+    if trace.step > 0:
+        title = f"Running statistics after batch {k} of {S}"
+    fig.update_layout(title=title, legend={"orientation": "h", "y": -0.15})
     return style.apply(fig, presenter, height=560)
 
 
+def _ringed(k: int, own: float, running: float, show: bool) -> go.Scatter:
+    """Batch k's own statistic and the running value after it, ringed."""
+    return go.Scatter(
+        x=[k, k],
+        y=rounded([own, running]),
+        mode="markers",
+        marker={"size": 16, "color": "rgba(0,0,0,0)", "line": {"color": HIGHLIGHT, "width": 3}},
+        name=f"batch {k}: its own and the running value",
+        legendgroup="step",
+        showlegend=show,
+    )
+
+
 def table(trace: RunningTrace) -> pd.DataFrame:
-    """Last batch, running buffers and truth of the followed channel."""
-    c = trace.channel
+    """The shown batch, running buffers after it, and truth of the followed channel."""
+    c, k = trace.channel, trace.at
+    own = "last batch" if trace.step == 0 else f"batch {k}"
+    after = "running (after the last step)" if trace.step == 0 else f"running (after batch {k})"
     rows: list[dict[str, object]] = [
         {
             "statistic": "mean",
-            "last batch": trace.batch_mean[-1, c],
-            "running (after the last step)": trace.running_mean[-1, c],
+            own: trace.batch_mean[k - 1, c],
+            after: trace.running_mean[k - 1, c],
             "training set (truth)": trace.true_mean[c],
         },
         {
             "statistic": "variance",
-            "last batch": trace.batch_var[-1, c],
-            "running (after the last step)": trace.running_var[-1, c],
+            own: trace.batch_var[k - 1, c],
+            after: trace.running_var[k - 1, c],
             "training set (truth)": trace.true_var[c],
         },
     ]
     if trace.twin_mean is not None and trace.twin_var is not None:
-        rows[0][f"{trace.twin} rule"] = trace.twin_mean[-1, c]
-        rows[1][f"{trace.twin} rule"] = trace.twin_var[-1, c]
+        rows[0][f"{trace.twin} rule"] = trace.twin_mean[k - 1, c]
+        rows[1][f"{trace.twin} rule"] = trace.twin_var[k - 1, c]
     return pd.DataFrame(rows)
+
+
+def step_notes(trace: RunningTrace) -> list[str]:
+    """The update of the chosen batch, its numbers filled in (none when every batch is shown)."""
+    if trace.step <= 0:
+        return []
+    c, k = trace.channel, trace.at
+    w = 1.0 / k if trace.weight is None else trace.weight
+    mean, var = trace.batch_mean[k - 1, c], trace.batch_var[k - 1, c]
+    prev_m = trace.running_mean[k - 2, c] if k > 1 else 0.0  # the buffers start at 0 and 1
+    prev_v = trace.running_var[k - 2, c] if k > 1 else 1.0
+    new_m, new_v = trace.running_mean[k - 1, c], trace.running_var[k - 1, c]
+    fed = f"{var:.4g}" if trace.convention == "keras" else f"{var:.4g} × {trace.bessel:.4g}"
+    which = "biased" if trace.convention == "keras" else "unbiased, × n/(n−1)"
+    return [
+        f"Batch {k} of {trace.steps}, channel {c}: its own mean is {mean:.4g} and its biased "
+        f"variance {var:.4g} (what normalized it). With weight w = {w:.4g} the running mean "
+        f"becomes (1 − w)·{prev_m:.4g} + w·{mean:.4g} = {new_m:.4g}, and the running variance "
+        f"(fed the {which} batch variance) (1 − w)·{prev_v:.4g} + w·{fed} = {new_v:.4g}."
+    ]
 
 
 def notes(trace: RunningTrace) -> Sequence[str]:
     out = [
         f"num_batches_tracked = {trace.final.num_batches_tracked}; each batch gives channel "
-        f"{trace.channel} n = {trace.n} values."
+        f"{trace.channel} n = {trace.n} values.",
+        *step_notes(trace),
     ]
     if trace.twin is not None:
         out.append(

@@ -17,7 +17,7 @@ from normviz.training import batch, lr, noise, population, smooth, tiny
 from normviz.training.common import Setup
 from normviz.training.data import SHIFTS
 from normviz.training.models import NORM_LABELS
-from normviz.training.variants import BatchSizeRuns, train_at_batch_sizes
+from normviz.training.variants import BatchSizeRuns, score_runs, train_at_batch_sizes
 
 SECTIONS: tuple[Section, ...] = (
     lr.SECTION,
@@ -69,5 +69,6 @@ __all__ = [
     "Setup",
     "choice_label",
     "example_setup",
+    "score_runs",
     "train_at_batch_sizes",
 ]

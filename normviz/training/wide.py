@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -112,6 +113,23 @@ class Wide:
         for s in self.slices:
             out += [(p, s.start, s.stop) for p in (*s.weight, *s.bias) if p is not None]
         return out
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every tensor that decides the outputs (weights, running statistics), in a fixed order."""
+        out = [p for p, _, _ in self.parameters()]
+        for s in self.slices:
+            out += [t for t in (*s.mean, *s.var) if t is not None]
+        return out
+
+    def snapshot(self) -> tuple[np.ndarray, ...]:
+        """Copies of `tensors()` as numpy arrays: picklable, and hashable by value."""
+        return tuple(t.detach().numpy().copy() for t in self.tensors())
+
+    def load(self, arrays: tuple[np.ndarray, ...]) -> None:
+        """Set `tensors()` from a `snapshot()` of a model of the same grid."""
+        with torch.no_grad():
+            for t, a in zip(self.tensors(), arrays, strict=True):
+                t.copy_(torch.from_numpy(a))
 
     def reset_stats(self) -> None:
         """Running statistics back to mean 0, variance 1 (before precise estimation)."""

@@ -50,6 +50,7 @@ from normviz.worked.walkthrough import (
     AFFINE,
     INTRO,
     Walkthrough,
+    cell_text,
     heading,
     make_worked_figure,
     refusal_text,
@@ -57,6 +58,7 @@ from normviz.worked.walkthrough import (
     steps_frame,
     summary,
     torch_check,
+    worked_stats,
 )
 
 SECTIONS: tuple[Section, ...] = (walkthrough.SECTION, source.SECTION, moments.SECTION)
@@ -93,6 +95,7 @@ __all__ = [
     "Walkthrough",
     "WorkedInputError",
     "as_matrix",
+    "cell_text",
     "controls",
     "eps_tex",
     "example_setup",
@@ -115,4 +118,5 @@ __all__ = [
     "summary",
     "torch_check",
     "torch_reference",
+    "worked_stats",
 ]

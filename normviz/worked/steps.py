@@ -208,8 +208,11 @@ def eps_tex(eps: float) -> str:
     return f"{eps:g}"
 
 
-def statistic_latex(stat: Statistic, eps: float = EPS) -> tuple[str, str, str]:
-    """Three LaTeX lines for one statistic: μ, σ², and the first output worked through."""
+def statistic_latex(
+    stat: Statistic, eps: float = EPS, position: int = 0, cell: tuple[int, int] | None = None
+) -> tuple[str, str, str]:
+    """Three LaTeX lines for one statistic: μ, σ², and its output at `position` (0-based)
+    worked through, labelled y_k (k = position + 1) or, given a 1-based `cell`, y_{row,col}."""
     m = len(stat.values)
     mu = rf"\mu = \frac{{{' + '.join(_tex(v) for v in stat.values)}}}{{{m}}} = {fmt(stat.mean)}"
     var = (
@@ -217,7 +220,8 @@ def statistic_latex(stat: Statistic, eps: float = EPS) -> tuple[str, str, str]:
         + " + ".join(f"({_tex(v)} - {_tex(stat.mean)})^2" for v in stat.values)
         + rf"}}{{{m}}} = {fmt(stat.var)}"
     )
-    num = f"{_tex(stat.values[0])} - {_tex(stat.mean)}"
+    num = f"{_tex(stat.values[position])} - {_tex(stat.mean)}"
     den = rf"\sqrt{{{fmt(stat.var)} + {eps_tex(eps)}}}"
-    y = rf"y_1 = \frac{{{num}}}{{{den}}} = {fmt(stat.outputs[0])}"
+    name = f"y_{position + 1}" if cell is None else f"y_{{{cell[0]},{cell[1]}}}"
+    y = rf"{name} = \frac{{{num}}}{{{den}}} = {fmt(stat.outputs[position])}"
     return mu, var, y

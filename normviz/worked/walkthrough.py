@@ -30,6 +30,7 @@ from normviz.worked.steps import (
     fmt_list,
     method_steps,
     pooled_axis,
+    statistic_latex,
 )
 
 INTRO = (
@@ -85,6 +86,36 @@ def summary(steps: MethodSteps) -> str:
 
 def stat_heading(steps: MethodSteps, stat: Statistic) -> str:
     return f"**{steps.pools.capitalize()} {stat.index + 1}**"
+
+
+def worked_stats(
+    steps: MethodSteps, row: int, col: int
+) -> tuple[tuple[str, tuple[str, str, str]], ...]:
+    """Each statistic's heading and LaTeX lines, with its output in the selected cell's row
+    (column statistics) or column (row statistics) worked through; row, col are 0-based."""
+    out = []
+    for s in steps.stats:
+        if steps.pools == "column":
+            pos, cell, own = row, (row + 1, s.index + 1), s.index == col
+        else:
+            pos, cell, own = col, (s.index + 1, col + 1), s.index == row
+        head = stat_heading(steps, s) + (" (holds the selected cell)" if own else "")
+        out.append((head, statistic_latex(s, steps.eps, pos, cell)))
+    return tuple(out)
+
+
+def cell_text(res: Walkthrough, row: int, col: int) -> str:
+    """Which statistic normalizes the selected cell, for each method shown."""
+    parts = [
+        f"{s.label} with {s.pools} {(col if s.pools == 'column' else row) + 1}'s μ and σ²"
+        for s in res.steps
+    ]
+    where = "; ".join(parts) if parts else "no method can run on this matrix"
+    return (
+        f"Cell (row {row + 1}, column {col + 1}) holds {fmt(res.x[row, col])}. It is "
+        f"normalized by {where}. Each statistic below works out its output in this cell's "
+        "row (a column's statistic) or column (a row's)."
+    )
 
 
 def torch_check(steps: MethodSteps) -> tuple[bool, str]:
