@@ -73,7 +73,6 @@ def _batch_size() -> int:
         st.session_state[SNAP_KEY] = (bn.snap_note(asked, used), used)
     k = next(k for k in bn.KNOBS if k.name == "batch_size")
     b = st.select_slider(k.label, bn.BATCH_SIZES, key=k.name, help=bn.HELP.get(k.name))
-    st.query_params[k.name] = ns.fmt(b)
     return int(b)
 
 
@@ -145,6 +144,5 @@ open_label = st.session_state.get(TAB_KEY, first)
 for section, tab in zip(bn.SECTIONS, tabs, strict=True):
     if section.label == open_label:
         st.session_state["sim"] = section.slug
-        st.query_params["sim"] = section.slug
         with tab:
             show(section, lab, state.presenter())
