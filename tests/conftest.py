@@ -48,6 +48,16 @@ def assert_clean(at: AppTest) -> None:
     assert not any("internal error" in e for e in errors), errors
 
 
+def unescaped(markdown: str) -> str:
+    """Markdown as the reader sees its text: backslash escapes resolved, the invisible
+    word joiners of ui.safe.md_text dropped."""
+    import re
+
+    from ui.safe import JOINER
+
+    return re.sub(r"\\(.)", r"\1", markdown).replace(JOINER, "")
+
+
 def texts(at: AppTest) -> str:
     """Everything the page wrote as text (markdown, captions, alerts), joined."""
     parts: list[str] = []

@@ -19,6 +19,7 @@ from conftest import (
     run_app,
     screenshot,
     texts,
+    unescaped,
     url_value,
     wait_done,
 )
@@ -306,7 +307,7 @@ def test_hostile_uploads_are_refused(name: str, build, expect: str, tmp_path: Pa
     marker = tmp_path / "pwned"
     at = _upload(run_app(PAGE), name, build(marker))
     assert_clean(at)
-    errors = "\n".join(e.value for e in at.error)
+    errors = unescaped("\n".join(e.value for e in at.error))
     assert "was refused" in errors and expect in errors, errors
     assert not marker.exists()
     assert chart_titles(at)[0] == "BatchNorm: values before and after"  # generated input

@@ -25,7 +25,7 @@ from streamlit.testing.v1 import element_tree as et
 
 from benchmarks.common import app_test, page_ids, sidebar_drawn
 from normviz.layouts import LAYOUTS
-from ui.params import MAX_RAW_LEN, PAGE_PARAMS, SHARED, Param, fmt
+from ui.params import MAX_RAW_LEN, PAGE_PARAMS, SHARED, Param, fmt, parse
 
 PAGES = page_ids()
 # Bounded: ~10 runs per page and test. No shrinking: every step would be an app run
@@ -71,7 +71,8 @@ def _junk(p: Param) -> st.SearchStrategy[str]:
     elif isinstance(d, bool):
         extra = [st.sampled_from(["2", "-1", "maybe", "tru", "1.0"])]
     elif p.choices is not None:
-        extra = [st.sampled_from(["batchnorm", "NHWC", "btc ", "1e-7", "0.5", "<script>"])]
+        junk = ["batchnorm", "NHWC", "btc ", "1e-7", "0.5", "<script>"]
+        extra = [st.sampled_from([v for v in junk if not _parses(p, v)])]
     elif isinstance(d, int):
         lo, hi = int(p.lo or 0), int(p.hi or 2**31)
         extra = [
@@ -87,6 +88,15 @@ def _junk(p: Param) -> st.SearchStrategy[str]:
             st.floats(-1e12, lo - 1e-3).map(repr),
         ]
     return st.one_of(*always, *extra)
+
+
+def _parses(p: Param, raw: str) -> bool:
+    """True when `raw` is one of `p`'s choices after all (e.g. "0.5" for a choice of 0.5)."""
+    try:
+        parse(p, raw)
+    except ValueError:
+        return False
+    return True
 
 
 def _good(p: Param) -> st.SearchStrategy[str]:
