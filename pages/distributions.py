@@ -48,8 +48,8 @@ def show_alone(section: Section, setup: dist.Setup, presenter: bool) -> None:
 def offer_downloads(res: downloads.Downloads) -> None:
     """The output and the table, each built only when its button is clicked."""
     build = (
-        functools.partial(downloads.npy_bytes, res.output),
-        functools.partial(downloads.csv_bytes, res.table),
+        functools.partial(downloads.output_npy, res),
+        functools.partial(downloads.table_csv, res),
     )
     cols = st.columns(2)
     for col, (label, name, mime), data, key in zip(

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 import streamlit as st
 import torch
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
@@ -26,6 +25,7 @@ from normviz import LAYOUTS, METHODS, NormConfigError
 from normviz.data import GENERATORS, generate
 from ui import params as ns
 from ui.route import ensure_entrypoint
+from ui.uploads import ByteLRU
 
 _WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
 _SETTINGS = "_settings"
@@ -221,14 +221,21 @@ def require(s: ns.Settings, method: str | None = None) -> bool:
     return True
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _input_array(data: str, layout: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    return generate(data, layout, shape, seed).numpy()
+# Generated inputs kept for reruns, by bytes: a few cap-sized ones (16 MB each) or
+# thousands of classroom-sized ones. Past that they are regenerated (seeded, cheap).
+INPUTS_BYTES = 64 * 2**20
+_INPUTS = ByteLRU(INPUTS_BYTES, size=lambda a: a.nbytes + 1024)
 
 
 def input_tensor(s: ns.Settings) -> torch.Tensor:
-    """The seeded input for the shared settings (cached on the plain settings)."""
-    return torch.from_numpy(_input_array(s.data, s.layout, s.shape, s.seed))
+    """The seeded input for the shared settings (cached on the plain settings, sized by
+    bytes); each call gets its own copy, so no caller can change another's input."""
+    key = (s.data, s.layout, s.shape, s.seed)
+    arr = _INPUTS.get(key)
+    if arr is None:
+        arr = generate(*key).numpy()
+        _INPUTS.put(key, arr)
+    return torch.from_numpy(arr.copy())
 
 
 # ---- page-specific URL parameters ------------------------------------------------
