@@ -18,6 +18,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 POLL_S = 0.5  # how often a queued computation reports (and can be stopped)
+# Called (no arguments) when a gate empties: nothing running in it, nobody waiting.
+# The UI registers the allocator's trim here (ui/warmup.py): the memory of a burst
+# goes back to the system once the burst is over, not after every computation.
+on_idle: list[Callable[[], None]] = []
 
 
 class Gate:
@@ -30,6 +34,7 @@ class Gate:
         self._lock = threading.Lock()
         self._waiting = 0
         self._mine = threading.local()
+        self._inside = 0
 
     @property
     def waiting(self) -> int:
@@ -58,11 +63,19 @@ class Gate:
                 with self._lock:
                     self._waiting -= 1
         self._mine.depth = 1
+        with self._lock:
+            self._inside += 1
         try:
             yield
         finally:
             self._mine.depth = 0
+            with self._lock:
+                self._inside -= 1
+                idle = self._inside == 0 and self._waiting == 0
             self._sem.release()
+            if idle:
+                for hook in on_idle:
+                    hook()
 
     def queued_text(self, ahead: int) -> str:
         others = f"; {ahead} more waiting" if ahead else ""

@@ -7,6 +7,7 @@ from typing import Any
 
 import streamlit as st
 
+import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import distributions as dist
 from normviz.distributions import downloads
 from normviz.sections import Section
