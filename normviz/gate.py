@@ -42,9 +42,26 @@ class Gate:
         return self._waiting
 
     @contextmanager
+    def holding(self) -> Iterator[None]:
+        """A slot this thread takes inside the block is kept until the block ends.
+
+        A page wraps its sections in this: the first section that computes waits for a
+        slot, the following ones run in it (their shared input stays in the UI's cache
+        meanwhile), and a rerun whose sections are all cached never waits.
+        """
+        self._mine.hold = getattr(self._mine, "hold", 0) + 1
+        try:
+            yield
+        finally:
+            self._mine.hold -= 1
+            if not self._mine.hold and getattr(self._mine, "kept", False):
+                self._mine.kept = False
+                self._release()
+
+    @contextmanager
     def enter(self, progress: Callable[[float, str], None] | None = None) -> Iterator[None]:
         """Run the block once a slot is free; while queued, `progress(0, "queued…")`."""
-        if getattr(self._mine, "depth", 0):
+        if getattr(self._mine, "depth", 0) or getattr(self._mine, "kept", False):
             self._mine.depth += 1
             try:
                 yield
@@ -69,13 +86,19 @@ class Gate:
             yield
         finally:
             self._mine.depth = 0
-            with self._lock:
-                self._inside -= 1
-                idle = self._inside == 0 and self._waiting == 0
-            self._sem.release()
-            if idle:
-                for hook in on_idle:
-                    hook()
+            if getattr(self._mine, "hold", 0):
+                self._mine.kept = True  # released when the holding block ends
+            else:
+                self._release()
+
+    def _release(self) -> None:
+        with self._lock:
+            self._inside -= 1
+            idle = self._inside == 0 and self._waiting == 0
+        self._sem.release()
+        if idle:
+            for hook in on_idle:
+                hook()
 
     def queued_text(self, ahead: int) -> str:
         others = f"; {ahead} more waiting" if ahead else ""

@@ -85,11 +85,14 @@ else:
 
 if state.require(s):  # before generating anything: the shape may be over the cap
     whole = dist.Setup(source, s.contract(), s.eps, s.groups, s.seed)
-    for section in dist.SECTIONS:
-        setup = dist.setup_for(section, whole)
-        if section is dist.PART[0] and (note := dist.part_note(whole, setup)):
-            st.info(note, icon=":material/content_cut:")
-        if section.knobs:
-            show_alone(section, setup, presenter)
-        elif (res := show(section, setup, presenter)) is not None and section is downloads.SECTION:
-            offer_downloads(res)
+    with dist.GATE.holding():  # at the cap: one queue slot for the whole page, not per section
+        for section in dist.SECTIONS:
+            setup = dist.setup_for(section, whole)
+            if section is dist.PART[0] and (note := dist.part_note(whole, setup)):
+                st.info(note, icon=":material/content_cut:")
+            if section.knobs:
+                show_alone(section, setup, presenter)
+                continue
+            res = show(section, setup, presenter)
+            if res is not None and section is downloads.SECTION:
+                offer_downloads(res)
