@@ -5,15 +5,10 @@ from __future__ import annotations
 import logging
 
 import streamlit as st
-import torch
 
-import ui.warmup  # noqa: F401  (starts a one-off import in the background)
+import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time; torch on one thread)
 from ui import home, route, state
 from ui.pages import available
-
-# One torch thread per request: a classroom's sessions share two cores, and tiny
-# tensors run far slower when threads contend (measured in the BatchNorm lab).
-torch.set_num_threads(1)
 
 st.set_page_config(
     page_title="normviz: normalization layers, axis by axis",

@@ -45,6 +45,7 @@ import asyncio
 import random
 import statistics
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,8 +55,10 @@ from benchmarks.common import (
     CHROMIUM,
     CHROMIUM_ARGS,
     DONE_JS,
+    cap_shapes,
     cpu_seconds,
     page_ids,
+    query_for,
     rss_mb,
     serve,
     serve_balanced,
@@ -77,8 +80,17 @@ class Session:
     error: str = ""
 
 
-def _link(i: int, level: int, same: bool) -> tuple[str, int]:
-    """(query string, seed) for session i: its own, or the teacher's link for everyone."""
+CAP_PAGE = "distributions"  # --cap: the page whose first run at the cap costs the most
+
+
+def _link(i: int, level: int, same: bool, cap: bool = False) -> tuple[str, int]:
+    """(query string, seed) for session i: its own, or the teacher's link for everyone;
+    with `cap`, a full link at a cap-sized shape (its own seed: every session computes)."""
+    if cap:
+        layout = "BTC" if i % 2 == 0 else "NCHW"
+        seed = 1000 * level + i
+        query = {**query_for(layout, cap_shapes(layout)["balanced"]), "seed": str(seed)}
+        return urllib.parse.urlencode(query), seed
     if same:
         return "layout=BTC&seed=424242", 424242
     seed = 1000 * level + i
@@ -131,14 +143,20 @@ def _seed_widget_id(messages: list) -> str:
 
 
 async def ws_session(
-    url: str, s: Session, level: int, rounds: int, same: bool = False, think: float = 0.0
+    url: str,
+    s: Session,
+    level: int,
+    rounds: int,
+    same: bool = False,
+    think: float = 0.0,
+    cap: bool = False,
 ) -> None:
     """Open the page over the websocket, then change the seed `rounds` times."""
     import websockets
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    query, seed = _link(s.i, level, same)
+    query, seed = _link(s.i, level, same, cap)
     try:
         await _think(think)  # students do not all arrive in the same second
         headers = await asyncio.to_thread(_affinity_cookie, url)
@@ -188,10 +206,10 @@ async def ws_session(
 
 
 async def chromium_session(
-    browser, url: str, s: Session, level: int, rounds: int, same: bool, think: float
+    browser, url: str, s: Session, level: int, rounds: int, same: bool, think: float, cap: bool
 ) -> None:
     """Open the page in a fresh context, then click "+" on the seed `rounds` times."""
-    query, seed = _link(s.i, level, same)
+    query, seed = _link(s.i, level, same, cap)
     ctx = await browser.new_context(viewport={"width": 1400, "height": 900})
     try:
         await _think(think)
@@ -245,9 +263,14 @@ async def level_run(
 ) -> dict:
     """n sessions at once; times and memory (RSS per process; CPU over all of them)."""
     pages = page_ids()
-    page_of = (lambda i: pages[1]) if args.same_link else (lambda i: pages[i % len(pages)])
+    if args.cap:
+        page_of = lambda i: CAP_PAGE  # noqa: E731
+    elif args.same_link:
+        page_of = lambda i: pages[1]  # noqa: E731
+    else:
+        page_of = lambda i: pages[i % len(pages)]  # noqa: E731
     sessions = [Session(i, page_of(i)) for i in range(n)]
-    kw = {"rounds": args.rounds, "same": args.same_link, "think": args.think}
+    kw = {"rounds": args.rounds, "same": args.same_link, "think": args.think, "cap": args.cap}
     before, cpu0 = _rss(pids), _cpu(pids)
     peak, stop = list(before), asyncio.Event()
     sampler = asyncio.create_task(_sample_rss(pids, peak, stop))
@@ -261,6 +284,8 @@ async def level_run(
     await sampler
     cpu = _cpu(pids) - cpu0
     runs = sum(1 + len(s.reruns) for s in sessions)
+    if args.settle > 0:  # the sessions are closed: what memory comes back
+        await asyncio.sleep(args.settle)
     return {
         "n": n,
         "sessions": sessions,
@@ -387,6 +412,18 @@ def main() -> None:
     )
     ap.add_argument(
         "--think", type=float, default=0.0, help="mean seconds a student waits before each step"
+    )
+    ap.add_argument(
+        "--cap",
+        action="store_true",
+        help=f"everyone opens /{CAP_PAGE} at a cap-sized shape (memory at the cap; "
+        "e.g. --levels 30 --rounds 0 --repeat 4)",
+    )
+    ap.add_argument(
+        "--settle",
+        type=float,
+        default=0.0,
+        help="seconds to wait after each level before reading RSS 'after'",
     )
     ap.add_argument(
         "--balanced",

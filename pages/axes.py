@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import streamlit as st
 
+import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import LAYOUTS, axes
 from ui import runner, state
 

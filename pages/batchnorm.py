@@ -6,6 +6,7 @@ from typing import Any
 
 import streamlit as st
 
+import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import batchnorm as bn
 from normviz.knobs import Knob
 from normviz.sections import Section

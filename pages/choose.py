@@ -6,6 +6,7 @@ from typing import Any
 
 import streamlit as st
 
+import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import choose
 from normviz.knobs import Knob, Value
 from normviz.sections import Section

@@ -7,6 +7,7 @@ from typing import Any
 
 import streamlit as st
 
+import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import distributions as dist
 from normviz.distributions import downloads
 from normviz.sections import Section
@@ -48,8 +49,8 @@ def show_alone(section: Section, setup: dist.Setup, presenter: bool) -> None:
 def offer_downloads(res: downloads.Downloads) -> None:
     """The output and the table, each built only when its button is clicked."""
     build = (
-        functools.partial(downloads.npy_bytes, res.output),
-        functools.partial(downloads.csv_bytes, res.table),
+        functools.partial(downloads.output_npy, res),
+        functools.partial(downloads.table_csv, res),
     )
     cols = st.columns(2)
     for col, (label, name, mime), data, key in zip(
@@ -84,11 +85,14 @@ else:
 
 if state.require(s):  # before generating anything: the shape may be over the cap
     whole = dist.Setup(source, s.contract(), s.eps, s.groups, s.seed)
-    for section in dist.SECTIONS:
-        setup = dist.setup_for(section, whole)
-        if section is dist.PART[0] and (note := dist.part_note(whole, setup)):
-            st.info(note, icon=":material/content_cut:")
-        if section.knobs:
-            show_alone(section, setup, presenter)
-        elif (res := show(section, setup, presenter)) is not None and section is downloads.SECTION:
-            offer_downloads(res)
+    with dist.GATE.holding():  # at the cap: one queue slot for the whole page, not per section
+        for section in dist.SECTIONS:
+            setup = dist.setup_for(section, whole)
+            if section is dist.PART[0] and (note := dist.part_note(whole, setup)):
+                st.info(note, icon=":material/content_cut:")
+            if section.knobs:
+                show_alone(section, setup, presenter)
+                continue
+            res = show(section, setup, presenter)
+            if res is not None and section is downloads.SECTION:
+                offer_downloads(res)

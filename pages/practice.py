@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+import ui.warmup  # first: the heavy imports, one thread at a time
 from normviz import practice
 from normviz.classroom import ClassInfo
 from normviz.practice import Exercise, live

@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import residual as rs
 from normviz.knobs import Knob
 from normviz.residual import placement, training

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import worked
 from normviz.text import FORMULA
 from ui import runner, state

@@ -35,7 +35,7 @@ def _items(section: Section, knobs: Mapping[str, Value]) -> KnobItems:
     return tuple((k.name, knobs[k.name]) for k in section.knobs)
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@st.cache_data(max_entries=64, max_size="64MB", show_spinner=False)  # results are small
 def _run(_section: Section, page: str, slug: str, setup: Any, items: KnobItems) -> Any:
     """The section's result; a progress bar while it runs (a cache hit replays nothing)."""
     bar = st.progress(0.0, text=f"{_section.label}: running…")

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numpy as np
 import streamlit as st
 import torch
 from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
@@ -26,6 +25,7 @@ from normviz import LAYOUTS, METHODS, NormConfigError
 from normviz.data import GENERATORS, generate
 from ui import params as ns
 from ui.route import ensure_entrypoint
+from ui.uploads import ByteLRU
 
 _WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
 _SETTINGS = "_settings"
@@ -36,12 +36,24 @@ def _query() -> dict[str, list[str]]:
 
 
 def init_from_url(page: str) -> None:
-    """On a session's first run, seed every shared widget key from the query string."""
+    """On a session's first run, seed every shared widget key from the query string.
+
+    Widget values the browser sent with that first run win over the URL (`sent_values`):
+    after the process serving a student dies, the student's next click reaches another
+    process as a new session's first run, carrying the view's widget values, the changed
+    one included. A page's own values go into the query string its `page_params` reads.
+    """
     if st.session_state.get("_seeded"):
         return
     st.session_state["_seeded"] = True
     page_names = [p.name for p in ns.PAGE_PARAMS.get(page, ())]
-    s, warnings = ns.settings_from_query(_query(), page_names)
+    query = _query()
+    sent = sent_values(page)
+    if sent:
+        query = {**query, **{k: [v] for k, v in sent.items()}}
+        if any(k in page_names for k in sent):
+            st.query_params.from_dict(query)
+    s, warnings = ns.settings_from_query(query, page_names)
     _seed_settings(s)
     st.session_state[_WARN] = [(w, s) for w in warnings]
 
@@ -221,14 +233,21 @@ def require(s: ns.Settings, method: str | None = None) -> bool:
     return True
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def _input_array(data: str, layout: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
-    return generate(data, layout, shape, seed).numpy()
+# Generated inputs kept for reruns, by bytes: a few cap-sized ones (16 MB each) or
+# thousands of classroom-sized ones. Past that they are regenerated (seeded, cheap).
+INPUTS_BYTES = 64 * 2**20
+_INPUTS = ByteLRU(INPUTS_BYTES, size=lambda a: a.nbytes + 1024)
 
 
 def input_tensor(s: ns.Settings) -> torch.Tensor:
-    """The seeded input for the shared settings (cached on the plain settings)."""
-    return torch.from_numpy(_input_array(s.data, s.layout, s.shape, s.seed))
+    """The seeded input for the shared settings (cached on the plain settings, sized by
+    bytes); each call gets its own copy, so no caller can change another's input."""
+    key = (s.data, s.layout, s.shape, s.seed)
+    arr = _INPUTS.get(key)
+    if arr is None:
+        arr = generate(*key).numpy()
+        _INPUTS.put(key, arr)
+    return torch.from_numpy(arr.copy())
 
 
 # ---- page-specific URL parameters ------------------------------------------------
@@ -278,3 +297,95 @@ def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: A
     if _fragment_rerun():
         write_url(page)  # one message, and only if a value changed
     return value
+
+
+# ---- widget values sent with a session's first run -----------------------------------
+
+
+def _sent_states() -> dict[str, Any]:
+    """{widget key: WidgetState proto} the browser sent with this run, not yet read.
+
+    Streamlit keeps them serialized (keyed by widget id) until the widget is drawn;
+    reaching them needs its session state's internals (the `_state` of the run's
+    SafeSessionState). Empty when the layout differs (any other Streamlit version).
+    """
+    from streamlit.runtime.state.common import is_element_id, user_key_from_element_id
+    from streamlit.runtime.state.session_state import Serialized
+
+    ctx = get_script_run_ctx()
+    inner = getattr(getattr(ctx, "session_state", None), "_state", None)
+    states = getattr(getattr(inner, "_new_widget_state", None), "states", None)
+    out: dict[str, Any] = {}
+    for wid, state in dict(states or {}).items():
+        key = user_key_from_element_id(wid) if is_element_id(wid) else None
+        if key and isinstance(state, Serialized):
+            out[key] = state.value
+    return out
+
+
+def _labels(page: str, knob: ns.Param) -> Callable[[Any], set[str]]:
+    """Every string a widget of `knob` may send for choice c: the value as the URL writes
+    it, and the label the widget shows (the topic's `choice_label`, METHODS', ...)."""
+    import contextlib
+    import importlib
+
+    from normviz.data import GENERATORS
+    from ui.pages import PAGES
+
+    topic = next((p.topic for p in PAGES if p.path == page), None)
+    label = getattr(importlib.import_module(topic), "choice_label", None) if topic else None
+
+    def forms(c: Any) -> set[str]:
+        out = {str(c), ns.fmt(c)}
+        if isinstance(c, float):
+            out |= {"0"} if c == 0 else {f"{c:.0e}"}
+        if knob.name == "method" and c in METHODS:
+            out.add(METHODS[c].label)
+        if knob.name == "data" and c in GENERATORS:
+            out.add(GENERATORS[c].label)
+        if label is not None:
+            with contextlib.suppress(Exception):  # a label function for other knobs
+                out.add(str(label(knob.name, c)))
+        return out
+
+    return forms
+
+
+def _decode(page: str, knob: ns.Param, proto: Any) -> str | None:
+    """The URL form of a sent widget value for `knob`, or None if it cannot be read."""
+    kind = proto.WhichOneof("value")
+    if kind in ("double_value", "int_value"):
+        v = getattr(proto, kind)
+        return ns.fmt(int(v) if isinstance(knob.default, int) else float(v))
+    if kind == "bool_value":
+        return ns.fmt(bool(proto.bool_value))
+    if kind == "double_array_value" and len(proto.double_array_value.data) == 1:
+        v = proto.double_array_value.data[0]
+        return ns.fmt(int(v) if isinstance(knob.default, int) else float(v))
+    if kind == "string_value":
+        sent = [proto.string_value]
+    elif kind == "string_array_value":
+        sent = list(proto.string_array_value.data)
+    else:
+        return None
+    if knob.choices is None:  # the custom axes: the pills send the axis letters
+        return ",".join(sent)
+    forms = _labels(page, knob)
+    picked = [c for text in sent for c in knob.choices if text in forms(c)]
+    if len(picked) != len(sent) or (len(picked) > 1 and not knob.multi):
+        return None
+    return ",".join(ns.fmt(c) for c in picked) if knob.multi else ns.fmt(picked[0])
+
+
+def sent_values(page: str) -> dict[str, str]:
+    """The shared and `page` settings whose widget values the browser sent with this run,
+    in their URL form (a new session's first run carries them after a process change)."""
+    states = _sent_states()
+    if not states:
+        return {}
+    knobs = {**ns.SHARED, **{p.name: p for p in ns.PAGE_PARAMS.get(page, ())}}
+    out = {}
+    for key, proto in states.items():
+        if key in knobs and (value := _decode(page, knobs[key], proto)) is not None:
+            out[key] = value
+    return out

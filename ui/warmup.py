@@ -1,17 +1,112 @@
-"""Once per server process: import what the first optimizer step needs, off the request path.
+"""The first import of every entry point: the heavy imports, once, one thread at a time.
 
-torch's first optimizer.step() imports torch._dynamo (seconds on a small machine);
-doing it in a background thread at start-up keeps that out of a student's first click.
+On a freshly started server a class arriving at once starts many script runs in
+the same second, each on its own thread, each importing torch, pandas, plotly and
+the topic packages for the first time. Python locks each module while it
+initializes, but two threads that each hold a half-initialized module the other
+needs are a deadlock, which Python resolves by handing one of them the partial
+module ("partially initialized module 'pandas' has no attribute ..."). So app.py
+and every page import this module first, before anything heavy: the first thread
+runs the body below, which imports all of it in one fixed order; every other
+thread waits on this module's own import lock while holding no other, and finds
+everything complete. After the first run it costs nothing (already in
+sys.modules).
+
+It also sets the process up for a class: torch on one thread per request (script
+runs share the cores; tiny tensors run far slower when torch's threads contend),
+and glibc's allocator returning large blocks to the system when they are freed
+(see `release_memory`).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import importlib
 import threading
 
+_LOCK = threading.RLock()  # held for the body: a re-entrant import from it passes
 
-def _import() -> None:
-    importlib.import_module("torch._dynamo")
+# glibc mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+MMAP_THRESHOLD = 1 << 20  # blocks of 1 MB and more are mmap'ed: freed = returned
+
+HEAVY = (
+    "numpy",
+    "pandas",
+    "plotly.graph_objects",
+    "plotly.subplots",
+    "torch",
+    "torch.nn",
+    "torch.nn.functional",
+    # torch's first optimizer.step() imports torch._dynamo (seconds on a small
+    # machine): here, not in a student's first click, and not in a thread of its own
+    "torch._dynamo",
+    "normviz",
+)
 
 
-threading.Thread(target=_import, name="normviz-warmup", daemon=True).start()
+def _libc() -> ctypes.CDLL | None:
+    name = ctypes.util.find_library("c")
+    try:
+        lib = ctypes.CDLL(name)
+        lib.mallopt  # noqa: B018  (glibc only)
+        lib.malloc_trim  # noqa: B018
+    except (OSError, AttributeError, TypeError):
+        return None
+    return lib
+
+
+_LIBC = _libc()
+
+
+def _tune_allocator() -> None:
+    """A fixed mmap threshold: glibc's default one grows to the largest block freed
+    (up to 32 MB), after which cap-sized tensors come from the heap and their memory
+    stays with the process after a burst."""
+    if _LIBC is not None:
+        _LIBC.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+        _LIBC.mallopt(_M_TRIM_THRESHOLD, 8 * MMAP_THRESHOLD)
+
+
+def release_memory() -> None:
+    """Give freed heap memory back to the system (glibc's malloc_trim); no-op elsewhere."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _topics() -> tuple[str, ...]:
+    from ui.pages import PAGES
+
+    return tuple(p.topic for p in PAGES)
+
+
+def _import_all() -> None:
+    for name in HEAVY:
+        importlib.import_module(name)
+    for name in _topics():
+        importlib.import_module(name)
+    # the UI modules every page uses (they import streamlit's runtime pieces)
+    for name in ("ui.params", "ui.route", "ui.state", "ui.runner", "ui.inputs", "ui.home"):
+        importlib.import_module(name)
+
+
+def _leave_pages_folder_mode() -> None:
+    """Runs that start from now on go through app.py (see ui/route.py): a deep link whose
+    run started before this (Streamlit's legacy pages-folder mode) reroutes itself."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    PagesManager.uses_pages_directory = False
+
+
+with _LOCK:
+    _tune_allocator()
+    _import_all()
+    _leave_pages_folder_mode()
+    import torch
+
+    torch.set_num_threads(1)
+    from normviz import gate
+
+    gate.on_idle.append(release_memory)  # after a burst of heavy work, memory goes back

@@ -21,6 +21,7 @@ from normviz.distributions import (
 )
 from normviz.distributions.setup import (
     DEMO_MAX,
+    GATE,
     Generated,
     Setup,
     Uploaded,
@@ -95,6 +96,7 @@ def setup_for(section: Section, setup: Setup) -> Setup:
 
 __all__ = [
     "DEMO_MAX",
+    "GATE",
     "INTRO",
     "KNOBS",
     "PART",

@@ -23,7 +23,7 @@ from normviz.core import Contract, as_tensor, contract, normalize
 from normviz.data import GENERATORS, generate
 from normviz.distributions.histograms import HIST_BINS, Histogram, Tensorish, bars, histogram
 from normviz.distributions.moments import channel_moments
-from normviz.distributions.setup import Generated, Setup, input_tensor, norm
+from normviz.distributions.setup import Generated, Setup, gated, input_tensor, norm
 from normviz.errors import NormConfigError
 from normviz.knobs import Knob, Value
 from normviz.methods import METHODS
@@ -171,6 +171,7 @@ class Affine:
     centred: bool = True  # the page's method subtracts the mean
 
 
+@gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Affine:
     x = input_tensor(setup)
     kind = str(knobs["affine"])

@@ -25,7 +25,7 @@ from normviz.distributions.histograms import (
     histogram,
     value_range,
 )
-from normviz.distributions.setup import Setup, input_tensor
+from normviz.distributions.setup import Setup, gated, input_tensor
 from normviz.errors import NormConfigError
 from normviz.knobs import Value
 from normviz.methods import METHODS, STANDARD_METHODS
@@ -75,6 +75,7 @@ def compare_methods(
     )
 
 
+@gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> MethodsComparison:
     return compare_methods(input_tensor(setup), setup.layout, groups=setup.groups, eps=setup.eps)
 

@@ -21,7 +21,7 @@ from normviz import style
 from normviz.core import Contract, as_tensor
 from normviz.distributions.histograms import Histogram, Tensorish, bars, histogram, moments_text
 from normviz.distributions.moments import expanded_names, group_moments
-from normviz.distributions.setup import Setup, input_tensor, norm
+from normviz.distributions.setup import Setup, gated, input_tensor, norm
 from normviz.knobs import Value
 from normviz.methods import METHODS
 from normviz.sections import Progress, Section
@@ -47,7 +47,7 @@ class GroupTable:
     group_size: int  # m
     n_groups: int
     centred: bool
-    table: pd.DataFrame  # one row per group (at most CSV_ROWS), kept-axis indices first
+    table: pd.DataFrame  # one row per group (the first `rows`), kept-axis indices first
     summary: pd.DataFrame  # rows "min" and "max" over every group
 
     @property
@@ -62,11 +62,17 @@ def stat_columns(centred: bool) -> list[str]:
 
 
 def group_table(
-    x: Tensorish, con: Contract, eps: float = 1e-5, y: torch.Tensor | None = None
+    x: Tensorish,
+    con: Contract,
+    eps: float = 1e-5,
+    y: torch.Tensor | None = None,
+    rows: int | None = None,
 ) -> GroupTable:
     """Count, mean and variance of every statistic group of `con` before and after.
 
-    `y` is the output when it is already computed (else: normalized here).
+    `y` is the output when it is already computed (else: normalized here). The table
+    keeps the first `rows` groups (default CSV_ROWS, the download's); the summary
+    covers every group.
 
     Raises:
         NormConfigError: the setting cannot run.
@@ -77,7 +83,7 @@ def group_table(
     m1, v1, ms1 = group_moments(y, con)
     names = expanded_names(con)
     kept_dims = [d for d, a in enumerate(names) if a in con.kept]
-    n = min(con.n_stats, CSV_ROWS)
+    n = min(con.n_stats, CSV_ROWS if rows is None else rows)
     index = np.unravel_index(np.arange(n), tuple(con.stat_shape))
     data: dict[str, object] = {names[d]: index[d] for d in kept_dims}
     data["count"] = np.full(n, con.group_size)
@@ -127,14 +133,16 @@ class BeforeAfter:
     groups: GroupTable
 
 
+@gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> BeforeAfter:
     x = input_tensor(setup)
     progress(0.3, "normalizing")
     y = norm(x, setup.contract, setup.eps)
     progress(0.6, "group moments")
-    return BeforeAfter(
-        setup.method, histogram(x), histogram(y), group_table(x, setup.contract, setup.eps, y)
-    )
+    # the page lists TABLE_ROWS groups: the cached result keeps only those (the download
+    # builds its own table when clicked)
+    groups = group_table(x, setup.contract, setup.eps, y, rows=TABLE_ROWS)
+    return BeforeAfter(setup.method, histogram(x), histogram(y), groups)
 
 
 # ---- figure, table, notes ----------------------------------------------------------------

@@ -19,7 +19,7 @@ from normviz.core import Contract, as_tensor
 from normviz.data import GENERATORS
 from normviz.distributions.histograms import Tensorish
 from normviz.distributions.moments import group_moments
-from normviz.distributions.setup import Setup, generated_like, input_tensor
+from normviz.distributions.setup import Setup, gated, generated_like, input_tensor
 from normviz.knobs import Knob, Value
 from normviz.limits import EPS_CHOICES
 from normviz.methods import METHODS
@@ -94,6 +94,7 @@ def eps_sweep(
     )
 
 
+@gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> EpsSweep:
     x = generated_like(setup, "constant") if knobs["edata"] == "constant" else input_tensor(setup)
     return eps_sweep(x, setup.contract, current_eps=setup.eps)

@@ -21,7 +21,7 @@ import torch
 from normviz import style
 from normviz.core import as_tensor, contract, normalize
 from normviz.distributions.histograms import Tensorish, bars, histogram
-from normviz.distributions.setup import Setup, input_tensor
+from normviz.distributions.setup import Setup, gated, input_tensor
 from normviz.errors import NormConfigError
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
@@ -163,6 +163,7 @@ class RmsVsLayer:
     timing: Timing
 
 
+@gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> RmsVsLayer:
     x = input_tensor(setup)
     cmp = cosine_per_vector(x, setup.layout, setup.eps)

@@ -19,7 +19,7 @@ import torch
 from normviz.core import as_tensor, normalize
 from normviz.data import GENERATORS, sample_scales
 from normviz.distributions.histograms import Tensorish
-from normviz.distributions.setup import Setup, generated_like, input_tensor
+from normviz.distributions.setup import Setup, gated, generated_like, input_tensor
 from normviz.errors import NormConfigError
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
@@ -171,6 +171,7 @@ class ScaleTable:
     affine: AffineScale  # LayerNorm with random γ, β on x and 10·x
 
 
+@gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> ScaleTable:
     x = input_tensor(setup)
     table = scale_invariance(x, setup.layout, groups=setup.groups, eps=setup.eps)
@@ -215,6 +216,7 @@ class SampleRms:
     table: pd.DataFrame  # RMS before and after, per sample
 
 
+@gated
 def run_rms(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> SampleRms:
     x = generated_like(setup, "sample_scale")
     y = normalize(x, "layer", setup.layout, eps=setup.eps).output

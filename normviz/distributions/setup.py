@@ -9,8 +9,11 @@ produces the tensor for a setup.
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -18,13 +21,23 @@ import torch
 from normviz.core import Contract, contract, normalize
 from normviz.data import generate
 from normviz.errors import NormConfigError
+from normviz.gate import Gate
+from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
+from normviz.sections import Progress
 
 # The sections after "All five methods" each demonstrate one property (γ/β, ε,
 # RMSNorm's direction, per-sample scale); on a larger input they use its first samples
 # (then first positions) up to this many values, which keeps the first run quick.
 DEMO_MAX = 2**20
+# A section whose input has more values than this waits for one of GATE's slots: a
+# burst of a class at the element cap then holds about GATE.slots sections' tensors at
+# once (a section at the cap peaks at 30 to 140 MB), not one per student.
+GATED_ABOVE = 2**18
+GATE = Gate("cap-sized computations", slots=2)
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -108,6 +121,21 @@ class Setup:
 
 def _groups_for(method: str, groups: int) -> int | None:
     return groups if METHODS[method].grouped else None
+
+
+def gated(
+    run: Callable[[Setup, Mapping[str, Value], Progress], R],
+) -> Callable[[Setup, Mapping[str, Value], Progress], R]:
+    """A section's run that waits its turn in GATE when its input is large."""
+
+    @functools.wraps(run)
+    def wrapper(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> R:
+        if math.prod(setup.source.shape) <= GATED_ABOVE:
+            return run(setup, knobs, progress)
+        with GATE.enter(progress):
+            return run(setup, knobs, progress)
+
+    return wrapper
 
 
 def input_tensor(setup: Setup) -> torch.Tensor:

@@ -17,7 +17,7 @@ import torch
 from normviz.core import Contract, as_tensor, contract
 from normviz.distributions.histograms import Tensorish
 from normviz.distributions.moments import MEAN_TOL, VAR_TOL, group_moments, same_groups
-from normviz.distributions.setup import Setup, input_tensor, norm
+from normviz.distributions.setup import Setup, gated, input_tensor, norm
 from normviz.errors import NormConfigError
 from normviz.knobs import Value
 from normviz.methods import METHODS, STANDARD_METHODS
@@ -103,6 +103,7 @@ class Uncontrolled:
     table: pd.DataFrame  # index: "grouped like"
 
 
+@gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Uncontrolled:
     x = input_tensor(setup)
     return Uncontrolled(setup.method, uncontrolled(x, setup.contract, setup.eps, setup.groups))

@@ -212,10 +212,10 @@ class Setup:
 WIDTHS: tuple[int, ...] = (16, 32, 64, 128)
 
 
-def stack_knobs(prefix: str) -> tuple[Knob, ...]:
+def stack_knobs(prefix: str, widths: tuple[int, ...] = WIDTHS) -> tuple[Knob, ...]:
     """Width, norm and block of one section's stacks (URL names `{prefix}width`, ...)."""
     return (
-        Knob(f"{prefix}width", 32, choices=WIDTHS, label="Width d"),
+        Knob(f"{prefix}width", 32, choices=widths, label="Width d"),
         Knob(f"{prefix}norm", NORMS[0], choices=NORMS, label="Norm"),
         Knob(f"{prefix}block", next(iter(BLOCKS)), choices=tuple(BLOCKS), label="Block F"),
     )

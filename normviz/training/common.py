@@ -14,7 +14,7 @@ from normviz.knobs import Knob
 from normviz.training.data import digits
 from normviz.training.models import NORM_LABELS, Net, pooled
 
-SEEDS = Knob("runs", 3, lo=1, hi=5, label="Seeds (runs per setting)")
+SEEDS = Knob("runs", 3, lo=1, hi=3, label="Seeds (runs per setting)")
 NO_NORM = "#7F7F7F"  # "no normalization" in every figure
 
 
