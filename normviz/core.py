@@ -273,11 +273,6 @@ def _normalize_fast(
                 _flat_param(b, shape, red),
                 eps,
             )
-            if eps == 0 and not bool(rstd.all()):
-                # ATen's kernel writes 1/sqrt(0) as 0 (y = 0); the formula says 0/0 = NaN,
-                # as torch's LayerNorm and GroupNorm kernels give: keep the methods alike
-                dead = (rstd == 0).reshape(-1, n_keep, *([1] * (xk.dim() - 2)))
-                out = out.masked_fill(dead.expand_as(out), float("nan"))
             return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
         # (pooled, kept, pooled): one statistic per kept index -> BatchNorm's kernel
         if roles.count(False) == 1 and varying <= keep:
