@@ -97,19 +97,24 @@ LEGACY_JS = """() => {
 
 async def _done(p) -> None:
     """Wait for a finished run with the shared sidebar; fail clearly on a legacy-mode run."""
-    await p.wait_for_function(
-        f"() => ({DONE_JS})() || ({LEGACY_JS})()", timeout=TIMEOUT, polling=100
-    )
-    if await p.evaluate(f"() => !!({DONE_JS})()"):
-        return
-    try:  # a rerun through app.py may be on its way
-        await p.wait_for_function(DONE_JS, timeout=15_000, polling=100)
-    except Exception:
-        nav = await p.locator("[data-testid=stSidebarNavLink]").all_inner_texts()
-        raise AssertionError(
-            f"{p.url}: the page finished without the shared sidebar: it ran without "
-            f"app.py (navigation shows {[n.strip() for n in nav]})"
-        ) from None
+    for _ in range(3):  # a finished run may be followed by a rerun (a URL write, a widget)
+        await p.wait_for_function(
+            f"() => ({DONE_JS})() || ({LEGACY_JS})()", timeout=TIMEOUT, polling=100
+        )
+        if await p.evaluate(f"() => !!({DONE_JS})()"):
+            return
+        if not await p.evaluate(f"() => !!({LEGACY_JS})()"):
+            continue  # a rerun began between the two checks: wait for it to finish
+        try:  # a rerun through app.py may be on its way
+            await p.wait_for_function(DONE_JS, timeout=15_000, polling=100)
+            return
+        except Exception:
+            nav = await p.locator("[data-testid=stSidebarNavLink]").all_inner_texts()
+            raise AssertionError(
+                f"{p.url}: the page finished without the shared sidebar: it ran without "
+                f"app.py (navigation shows {[n.strip() for n in nav]})"
+            ) from None
+    await p.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
 
 
 async def _until_url(p, key: str, value: str) -> None:
