@@ -39,8 +39,14 @@ def _values(arr: object) -> np.ndarray | None:
     return a[np.isfinite(a)]
 
 
+def _len(arr: object) -> int:
+    return 0 if arr is None else int(np.asarray(arr, dtype=object).size)
+
+
 def _span(name: str, arr: object) -> str:
     """ "x from 0 to 9" or "x: a, b, c" (categories), "" when empty."""
+    if arr is None:
+        return ""
     a = _values(arr)
     if a is None:
         cats = list(dict.fromkeys(plain(v) for v in np.asarray(arr, dtype=object).reshape(-1)))
@@ -67,11 +73,10 @@ def _trace_sentence(fig: go.Figure, t: go.BaseTraceType) -> str:
         size = "×".join(str(n) for n in shape) + " cells" if shape else "cells"
         return f"{name}: a heatmap of {size}, " + (_span("value", z) if z is not None else "")
     if t.type in ("scatter3d", "mesh3d"):
-        n = len(_values(t.x) if _values(t.x) is not None else t.x or ())
-        return f"{name}: {n:,} points in 3D"
+        return f"{name}: {_len(t.x):,} points in 3D"
     parts = [_span(_axis_title(fig, t, letter), getattr(t, letter, None)) for letter in "xy"]
-    n = max(len(np.asarray(getattr(t, k, None) or (), dtype=object).reshape(-1)) for k in "xy")
-    kind = {"bar": "bars", "histogram": "bars"}.get(t.type, "points")
+    n = max(_len(getattr(t, k, None)) for k in "xy")
+    kind = {"bar": "bar", "histogram": "bar"}.get(t.type, "point") + ("" if n == 1 else "s")
     ys = _values(t.y) if t.type != "histogram" else None
     mean = f", mean {_num(float(ys.mean()))}" if ys is not None and ys.size > 1 else ""
     return f"{name}: {n:,} {kind}; " + "; ".join(p for p in parts if p) + mean
@@ -83,7 +88,8 @@ def _shown(t: go.BaseTraceType) -> bool:
         return False
     marker = getattr(t, "marker", None)
     invisible = marker is not None and getattr(marker, "opacity", None) == 0
-    return not invisible and t.showlegend is not False
+    aid = t.showlegend is False and t.hoverinfo == "skip"  # a band, an outline, a guide
+    return not invisible and not aid
 
 
 def describe(fig: go.Figure | None) -> list[str]:
@@ -98,7 +104,10 @@ def describe(fig: go.Figure | None) -> list[str]:
     if not traces:  # a chart of unnamed pieces: count what it draws
         traces = [t for t in fig.data if t.visible is not False and t.type != "mesh3d"][:1]
     for t in traces[:MAX_TRACES]:
-        out.append(_trace_sentence(fig, t) + ".")
+        try:
+            out.append(_trace_sentence(fig, t) + ".")
+        except (TypeError, ValueError):  # data of a shape no sentence expects: name it
+            out.append(f"{plain(t.name) or t.type}.")
     if len(traces) > MAX_TRACES:
         out.append(f"… and {len(traces) - MAX_TRACES} more series.")
     notes = [plain(a.text) for a in fig.layout.annotations if plain(a.text)]
