@@ -34,7 +34,7 @@ def test_the_axes_sentences_come_from_the_result() -> None:
     setup = cells.example_setup()  # BatchNorm on (4, 6, 8), cell (1, 2, 3)
     view = block.run(setup, {"partition": False, "split_hw": False}, lambda *_: None)
     words = " ".join(block.alt(view))
-    assert "B=1, T=2, C=3" in words and "m = 24 values: B 0–3, T 0–5, C 3" in words
+    assert "(B, T, C) = (1, 2, 3)" in words and "m = 24 values: B 0–3, T 0–5, C 3" in words
     words = " ".join(flat.alt(flat.run(setup, {"partition": True}, lambda *_: None)))
     assert "rows B (4) · T (6), columns C (8)" in words and "8 statistic groups" in words
     words = multiples.alt_lines("NCHW", (2, 6, 3, 3), 4)

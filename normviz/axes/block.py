@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 
 from normviz import style
 from normviz.axes import solid
-from normviz.axes.cells import AxesSetup, box_text, cell_text, group_slices
+from normviz.axes.cells import AxesSetup, box_text, group_slices
 from normviz.axes.window import (
     PARTITION_COLOURS,
     Window,
@@ -237,7 +237,7 @@ def make_block_figure(
         ]
     )
     lengths = [e + 1.0 for e in extents]  # axis ranges −1 … e: equal units on every axis
-    scale = 1.5 / math.hypot(*(v / max(lengths) for v in lengths))
+    scale = 1.35 / math.hypot(*(v / max(lengths) for v in lengths))
     ratio = [v / max(lengths) * scale for v in lengths]
     scene_axes = {
         name: {
@@ -314,7 +314,7 @@ def alt(view: BlockView) -> list[str]:
     out = [
         f"A 3D block of the {lay.key} tensor {lay.shape_text(con.shape)}: one cube per value, "
         f"{win.n_cells:,} of {win.n_total:,} drawn.",
-        f"The selected cell {cell_text(con.layout, cell)} (black cube) shares its mean and "
+        f"The selected cell {lay.shape_text(cell)} (black cube) shares its mean and "
         f"variance with m = {con.group_size:,} values: {box}"
         f" (solid); the other {'groups' if view.partition else 'cells'} are faint.",
     ]

@@ -18,7 +18,7 @@ import torch
 from normviz import style
 from normviz.axes import window
 from normviz.axes.block import PARTITION
-from normviz.axes.cells import AxesSetup, box_text, cell_text, group_slices
+from normviz.axes.cells import AxesSetup, box_text, group_slices
 from normviz.core import Contract
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
@@ -372,16 +372,13 @@ def alt(view: FlatView) -> list[str]:
     out = [
         f"The tensor unfolded to a grid: rows {rows}, columns {cols}; "
         f"x runs from {vals.min():.3g} to {vals.max():.3g}.",
-        f"The selected cell {cell_text(con.layout, cell)} (marked ✕) holds x = {vals[at]:.3g}. "
+        f"The selected cell {lay.shape_text(cell)} (marked ✕) holds x = {vals[at]:.3g}. "
         f"Its group of m = {con.group_size:,} values ({box})"
         f" is outlined in black, x from {mine.min():.3g} to {mine.max():.3g}{drawn}; "
         "the other cells are dimmed.",
     ]
-    if view.partition:
-        out.append(f"Colours show the {con.n_stats:,} statistic groups (they repeat).")
-    if win.capped:
-        out.append(win.note())
-    return out
+    groups = f"Colours show the {con.n_stats:,} statistic groups (they repeat)."
+    return out + [s for s in (groups if view.partition else "", win.note()) if s]
 
 
 SECTION = Section(
