@@ -120,7 +120,7 @@ def make_block_figure(
     cell a black cube with a thick black outline (with three black lines through it
     when its group hides it on every side). Shapes over `cap` cells are drawn
     through a window around the cell. Invisible markers at the cell centres carry
-    each cell's index for the hover.
+    each cell's tensor index (and group id); the solids carry the hover text.
 
     Raises:
         NormConfigError: a cell outside the tensor.
@@ -146,7 +146,7 @@ def make_block_figure(
     group[x[in_group], y[in_group], z[in_group]] = True
 
     def points(mask: np.ndarray, **kw) -> go.Scatter3d:
-        """Invisible markers at the cell centres: each cell's index for the hover."""
+        """Invisible markers at the cell centres: each cell's tensor index, as data."""
         extra = kw.pop("extra", None)
         cd = idx[mask] if extra is None else np.column_stack([idx[mask], extra[mask]])
         marker = {"size": 4, "opacity": 0, "color": style.SELECTED} | kw.pop("marker", {})
@@ -167,6 +167,12 @@ def make_block_figure(
     mine = (faces.cells == np.asarray(at)).all(axis=1)
     shell = solid.boundary_faces(grid, ~group, against=np.ones_like(group))
     cut_faces = solid.boundary_faces(grid, cut, against=group)
+    box = box_text(layout, group_slices(con, cell))
+    says = {
+        "others": "another statistic group" if partition else "not in the selected cell's group",
+        "group": f"the selected cell's group: m = {con.group_size:,} values ({box})",
+        "selected": f"the selected cell {lay.shape_text(cell)}",
+    }
     group_colour = PARTITION_COLOURS[sel_id % n_colours] if partition else style.HIGHLIGHT
     fig = go.Figure()
     if partition:
@@ -174,6 +180,7 @@ def make_block_figure(
             solid.trace(
                 shell,
                 "others-solid",
+                says["others"],
                 intensity=solid.face_values(shell, grid),
                 intensitymode="cell",
                 colorscale=partition_scale(),
@@ -185,15 +192,31 @@ def make_block_figure(
         )
     else:
         fig.add_trace(
-            solid.trace(shell, "others-solid", color=style.BEFORE, opacity=solid.FAINT[False])
+            solid.trace(
+                shell,
+                "others-solid",
+                says["others"],
+                color=style.BEFORE,
+                opacity=solid.FAINT[False],
+            )
         )
     if cut.any():  # the part of the group cut open in front of the selected cell
         fig.add_trace(
-            solid.trace(cut_faces, "group-cut", color=group_colour, opacity=solid.FAINT[True])
+            solid.trace(
+                cut_faces, "group-cut", says["group"], color=group_colour, opacity=solid.FAINT[True]
+            )
         )
-    fig.add_trace(solid.trace(faces.subset(~mine), "group-solid", color=group_colour, opacity=1.0))
+    fig.add_trace(
+        solid.trace(
+            faces.subset(~mine), "group-solid", says["group"], color=group_colour, opacity=1.0
+        )
+    )
     if mine.any():
-        fig.add_trace(solid.trace(faces.subset(mine), "selected-solid", color=style.SELECTED))
+        fig.add_trace(
+            solid.trace(
+                faces.subset(mine), "selected-solid", says["selected"], color=style.SELECTED
+            )
+        )
     cell_px = 360 / max(extents)  # about a cell's width on screen at the default zoom
     fig.add_trace(solid.lines(solid.edges(shell), "others-edges", style.EDGE, 1))
     fig.add_trace(solid.lines(solid.edges(faces.subset(~mine)), "group-edges", "white", 2))

@@ -158,14 +158,16 @@ LIGHT = {"x": 2000, "y": -600, "z": 3000}  # faces facing x, −y and z get thre
 FAINT = {False: 0.18, True: 0.3}  # opacity of the cells outside the group (group, partition)
 
 
-def trace(faces: Faces, uid: str, **kw) -> go.Mesh3d:
+def trace(faces: Faces, uid: str, hover: str, **kw) -> go.Mesh3d:
+    """The faces as one solid; `hover` names what they are (a mesh hides the markers
+    inside it from the pointer, so the solid itself carries the hover text)."""
     return go.Mesh3d(
         **mesh(faces),
         uid=uid,
         flatshading=True,
         lighting=LIGHTING,
         lightposition=LIGHT,
-        hoverinfo="skip",
+        hovertemplate=hover + "<extra></extra>",
         showlegend=False,
         **kw,
     )
