@@ -12,6 +12,7 @@ way to show a refusal.
     section.table(result)                            # pd.DataFrame or None
     section.notes(result)                            # sentences (markdown) from the numbers
     section.extras(result)                           # more items: a flowchart, code, ...
+    section.alt_text(result, figure)                 # the figure in sentences
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
+from normviz import alttext
 from normviz.knobs import Knob, Value
 
 Progress = Callable[[float, str], None]  # (fraction done, what is running)
@@ -67,6 +69,10 @@ def _no_extras(result: Any) -> Sequence[Extra]:
     return ()
 
 
+def _no_alt(result: Any) -> Sequence[str]:
+    return ()
+
+
 @dataclass(frozen=True)
 class Section:
     """One section of a page.
@@ -86,6 +92,13 @@ class Section:
     table: Callable[[Any], pd.DataFrame | None] = field(default=_no_table)
     notes: Callable[[Any], Sequence[str]] = field(default=_no_notes)
     extras: Callable[[Any], Sequence[Extra]] = field(default=_no_extras)
+    # the figure as sentences computed from the result (a text alternative); when it
+    # gives none, the sentences are read off the figure itself (alttext.describe)
+    alt: Callable[[Any], Sequence[str]] = field(default=_no_alt)
+
+    def alt_text(self, result: Any, fig: go.Figure | None) -> list[str]:
+        """The text alternative of this section's figure: `alt(result)`, else described."""
+        return list(self.alt(result)) or alttext.describe(fig)
 
     def defaults(self) -> dict[str, Value]:
         """Every knob at its default."""

@@ -28,6 +28,8 @@ HIGHLIGHT = "#D55E00"  # the selected statistic group
 SELECTED = "#000000"  # the selected cell
 MUTED = "#D9D9D9"  # cells outside the selection
 BEFORE = "#7F7F7F"  # "before" histograms
+EDGE = "#B3B3B3"  # cell edges and quiet lines (unhighlighted arrows, faint cells)
+INK = "#444444"  # axis lines, legend symbol outlines
 DIVERGING = "RdBu_r"  # values around 0
 FONT_FAMILY = "Source Sans Pro, Arial, sans-serif"
 BASE_FONT = 16  # px; presenter mode multiplies it
@@ -51,7 +53,7 @@ pio.templates["normviz"] = go.layout.Template(
             axis: {
                 "gridcolor": GRID,
                 "zerolinecolor": GRID,
-                "linecolor": "#444",
+                "linecolor": INK,
                 "ticks": "",
                 "automargin": True,
             }
@@ -79,3 +81,11 @@ def apply(fig: go.Figure, presenter: bool = False, height: int | None = None) ->
     if height is not None:
         fig.update_layout(height=height)
     return fig
+
+
+def ink(fill: str) -> str:
+    """Black or white: whichever reads better on `fill` (a "#RRGGBB" colour), by WCAG contrast."""
+    rgb = [int(fill[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+    return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"

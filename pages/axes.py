@@ -59,10 +59,10 @@ def explorer(setup: axes.AxesSetup) -> None:
         st.markdown(FLAT.intro)
         view = runner.result(PAGE, FLAT, setup, knobs)
         if view is not None:
-            st.plotly_chart(
+            runner.chart(
                 FLAT.figure(view, presenter),
-                theme=None,
-                key=FLAT_KEY,
+                FLAT_KEY,
+                FLAT.alt(view),
                 on_select=functools.partial(_on_flat_click, con.layout, con.shape),
                 selection_mode="points",
             )

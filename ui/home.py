@@ -7,7 +7,7 @@ import streamlit as st
 
 from normviz import LAYOUTS, sources, text
 from normviz.axes import multiples
-from ui import state
+from ui import runner, state
 from ui.pages import available
 
 THUMB_GROUPS = 2  # GroupNorm's G in the thumbnails (divides both default C)
@@ -55,7 +55,10 @@ def render() -> None:
         "are the values that share one μ and σ² with the corner cell."
     )
     for layout in LAYOUTS:
-        st.plotly_chart(_thumbnails(layout, state.presenter()), theme=None, key=f"thumbs_{layout}")
+        lay = LAYOUTS[layout]
+        shape = tuple(lay.defaults[a] for a in lay.axes)
+        words = multiples.alt_lines(layout, shape, THUMB_GROUPS)
+        runner.chart(_thumbnails(layout, state.presenter()), f"thumbs_{layout}", words)
     st.subheader("Where to go next")
     for info in available():
         st.page_link(str(info.file), label=f"**{info.title}**: {info.blurb}", icon=info.icon)

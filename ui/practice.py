@@ -108,17 +108,15 @@ def grid(ex: Exercise, tag: str, verdict: Verdict | None, answer: str | None = N
     marks = (verdict.missed, verdict.extra) if verdict is not None else None
     fig = _grid(ex.kind, ex.seed, picked, marks, state.presenter())
     if ex.form != "cells" or verdict is not None or answer is not None:
-        st.plotly_chart(fig, key=f"pr_grid_{tag}", theme=None, width="content")
+        runner.chart(fig, f"pr_grid_{tag}", width="content")
         return
     chart = f"{key}_chart{st.session_state.get(key + '_n', 0)}"
-    st.plotly_chart(
+    runner.chart(
         fig,
-        key=chart,
-        theme=None,
+        chart,
         width="content",
         on_select=functools.partial(_on_pick, key, chart, names),
         selection_mode=("points", "box"),
-        config={"displaylogo": False},
     )
 
 
@@ -337,7 +335,7 @@ def tally(ex: Exercise, code: str) -> None:
     rows = practice.tally(ex, counts)
     st.caption(live.WAITING)
     fig = practice.make_tally_figure(rows, info.revealed, state.presenter())
-    st.plotly_chart(fig, key="pr_tally", theme=None)
+    runner.chart(fig, "pr_tally")
     if rows:
         df = pd.DataFrame(
             [(r.label, r.count, "✔" if r.correct else "") for r in rows],

@@ -21,6 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from normviz import alttext
 from normviz.errors import NormConfigError, Refusal
 from normviz.knobs import Value
 from normviz.sections import Extra, Section
@@ -28,6 +29,7 @@ from ui.route import ensure_entrypoint
 from ui.safe import md_text
 
 KnobItems = tuple[tuple[str, Value], ...]
+ALT_LABEL = "Chart as text"  # the fold under every chart that holds its text alternative
 
 
 def _items(section: Section, knobs: Mapping[str, Value]) -> KnobItems:
@@ -98,13 +100,40 @@ def table(df: pd.DataFrame, fmt: str = "%.4g") -> None:
     st.dataframe(df, hide_index=hide, column_config=config, width="stretch")
 
 
+def alt(lines: Sequence[str], folded: bool = False) -> None:
+    """A chart's text alternative, in a closed fold under it (a caption inside a fold)."""
+    body = "\n".join(f"- {md_text(line, limit=600)}" for line in lines)
+    if folded:  # folds do not nest
+        st.caption(f"{ALT_LABEL}:\n{body}")
+        return
+    with st.expander(ALT_LABEL, icon=":material/subject:"):
+        st.markdown(body)
+
+
+def chart(fig: go.Figure, key: str, text: Sequence[str] = (), **kw: Any) -> Any:
+    """A Plotly chart and its text alternative (`text`, else read off the figure).
+
+    Every chart of the app goes through here; `kw` goes to `st.plotly_chart`
+    (on_select, selection_mode, width...). Returns what `st.plotly_chart` returns.
+    """
+    kw.setdefault("config", {"displaylogo": False})
+    event = st.plotly_chart(fig, key=key, theme=None, **kw)
+    alt(list(text) or alttext.describe(fig))
+    return event
+
+
+def _graphviz(body: str, folded: bool = False) -> None:
+    st.graphviz_chart(body, width="stretch")
+    alt(alttext.describe_dot(body), folded)
+
+
 _DRAW = {
     "callout": lambda body: st.success(body, icon=":material/lightbulb:"),
     "caption": st.caption,
     "markdown": st.markdown,
     "static": st.table,
     "code": lambda body: st.code(body, language="python"),
-    "graphviz": lambda body: st.graphviz_chart(body, width="stretch"),
+    "graphviz": _graphviz,
 }
 
 
@@ -113,7 +142,10 @@ def extras(items: Sequence[Extra]) -> None:
     for fold, group in groupby(items, key=lambda e: e.fold):
         with st.expander(fold) if fold else nullcontext():
             for item in group:
-                _DRAW[item.kind](item.body)
+                if item.kind == "graphviz":
+                    _graphviz(item.body, folded=bool(fold))
+                else:
+                    _DRAW[item.kind](item.body)
 
 
 def show(
@@ -144,9 +176,7 @@ def show(
         items += tuple(sorted(view.items()))
     fig = _figure(section, res, page, section.slug, setup, items, presenter)
     if fig is not None:
-        st.plotly_chart(
-            fig, key=f"{page}_{section.slug}_fig", theme=None, config={"displaylogo": False}
-        )
+        chart(fig, f"{page}_{section.slug}_fig", section.alt_text(res, fig))
     df = section.table(res)
     if df is not None:
         table(df, df.attrs.get("format", "%.4g"))

@@ -17,8 +17,10 @@ import numpy as np
 import plotly.graph_objects as go
 
 from normviz import style
-from normviz.axes.cells import AxesSetup
+from normviz.axes import solid
+from normviz.axes.cells import AxesSetup, box_text, group_slices
 from normviz.axes.window import (
+    PARTITION_COLOURS,
     Window,
     add_note,
     check_cell,
@@ -26,6 +28,7 @@ from normviz.axes.window import (
     int_array,
     make_window,
     partition_marker,
+    partition_scale,
     window_ids,
 )
 from normviz.core import Contract
@@ -101,23 +104,6 @@ def _ticks(ax: Axis3D, win: Window, max_ticks: int = 8) -> dict[str, list]:
     return {"tickvals": pos, "ticktext": [f"{axes[outer]}{win.start[outer] + b}" for b in blocks]}
 
 
-def _box_edges(nx: int, ny: int, nz: int) -> tuple[list, list, list]:
-    """The 12 edges of the box around cells 0..n−1 on each axis, None-separated."""
-    lo = -0.5
-    hx, hy, hz = nx - 0.5, ny - 0.5, nz - 0.5
-    corners = [(x, y, z) for x in (lo, hx) for y in (lo, hy) for z in (lo, hz)]
-    xs: list = []
-    ys: list = []
-    zs: list = []
-    for i, a in enumerate(corners):
-        for b in corners[i + 1 :]:
-            if sum(p != q for p, q in zip(a, b, strict=True)) == 1:  # differ in one coordinate
-                xs += [a[0], b[0], None]
-                ys += [a[1], b[1], None]
-                zs += [a[2], b[2], None]
-    return xs, ys, zs
-
-
 def make_block_figure(
     con: Contract,
     cell: Sequence[int] | None = None,
@@ -127,11 +113,14 @@ def make_block_figure(
     presenter: bool = False,
     cap: int = style.MAX_CELLS_3D,
 ) -> go.Figure:
-    """A rotatable 3D block of the tensor's cells.
+    """A rotatable 3D block of the tensor's cells, drawn as solid cubes with edges.
 
-    Group mode highlights the cells that share the selected cell's mean and
-    variance; partition mode colours every statistic group (cycling colours).
-    Shapes over `cap` cells are drawn through a window around the cell.
+    The selected cell's statistic group is opaque and coloured, every other cell
+    faint (grey; in partition mode, each group in its own colour), and the selected
+    cell a black cube with a thick black outline (with three black lines through it
+    when its group hides it on every side). Shapes over `cap` cells are drawn
+    through a window around the cell. Invisible markers at the cell centres carry
+    each cell's tensor index (and group id); the solids carry the hover text.
 
     Raises:
         NormConfigError: a cell outside the tensor.
@@ -146,92 +135,141 @@ def make_block_figure(
     x, y, z = (a.coords(local, win.size) for a in ax3)
     ids = window_ids(con, win)
     sel_id = int(con.stat_ids()[cell])
-    n_max = max(a.extent(win.size) for a in ax3)
-    size = int(np.clip(round(300 / n_max), 3, 16))
+    extents = [a.extent(win.size) for a in ax3]
+    in_group = ids == sel_id
+    sel = (idx == np.asarray(cell)).all(axis=1)
+    at = (int(x[sel][0]), int(y[sel][0]), int(z[sel][0]))
+    n_colours = len(PARTITION_COLOURS)
+    grid = np.full(extents, solid.EMPTY, dtype=np.int8)
+    grid[x, y, z] = (ids % n_colours) if partition else 0
+    group = np.zeros(extents, dtype=bool)
+    group[x[in_group], y[in_group], z[in_group]] = True
 
     def points(mask: np.ndarray, **kw) -> go.Scatter3d:
+        """Invisible markers at the cell centres: each cell's tensor index, as data."""
         extra = kw.pop("extra", None)
         cd = idx[mask] if extra is None else np.column_stack([idx[mask], extra[mask]])
+        marker = {"size": 4, "opacity": 0, "color": style.SELECTED} | kw.pop("marker", {})
         return go.Scatter3d(
             x=int_array(x[mask]),
             y=int_array(y[mask]),
             z=int_array(z[mask]),
             mode="markers",
             customdata=int_array(cd),
+            marker=marker,
+            showlegend=False,
             **kw,
         )
 
+    cut = solid.cutaway(group, at)
+    solid_part = group & ~cut
+    faces = solid.boundary_faces(grid, solid_part)
+    mine = (faces.cells == np.asarray(at)).all(axis=1)
+    shell = solid.boundary_faces(grid, ~group, against=np.ones_like(group))
+    cut_faces = solid.boundary_faces(grid, cut, against=group)
+    box = box_text(layout, group_slices(con, cell))
+    says = {
+        "others": "another statistic group" if partition else "not in the selected cell's group",
+        "group": f"the selected cell's group: m = {con.group_size:,} values ({box})",
+        "selected": f"the selected cell {lay.shape_text(cell)}",
+    }
+    group_colour = PARTITION_COLOURS[sel_id % n_colours] if partition else style.HIGHLIGHT
     fig = go.Figure()
-    in_group = ids == sel_id
+    if partition:
+        fig.add_trace(
+            solid.trace(
+                shell,
+                "others-solid",
+                says["others"],
+                intensity=solid.face_values(shell, grid),
+                intensitymode="cell",
+                colorscale=partition_scale(),
+                cmin=-0.5,
+                cmax=n_colours - 0.5,
+                showscale=False,
+                opacity=solid.FAINT[True],
+            )
+        )
+    else:
+        fig.add_trace(
+            solid.trace(
+                shell,
+                "others-solid",
+                says["others"],
+                color=style.BEFORE,
+                opacity=solid.FAINT[False],
+            )
+        )
+    if cut.any():  # the part of the group cut open in front of the selected cell
+        fig.add_trace(
+            solid.trace(
+                cut_faces, "group-cut", says["group"], color=group_colour, opacity=solid.FAINT[True]
+            )
+        )
+    fig.add_trace(
+        solid.trace(
+            faces.subset(~mine), "group-solid", says["group"], color=group_colour, opacity=1.0
+        )
+    )
+    if mine.any():
+        fig.add_trace(
+            solid.trace(
+                faces.subset(mine), "selected-solid", says["selected"], color=style.SELECTED
+            )
+        )
+    cell_px = 360 / max(extents)  # about a cell's width on screen at the default zoom
+    fig.add_trace(solid.lines(solid.edges(shell), "others-edges", style.EDGE, 1))
+    fig.add_trace(solid.lines(solid.edges(faces.subset(~mine)), "group-edges", "white", 2))
+    width = float(np.clip(cell_px / 5, 2, 6))  # thick, yet thinner than the cell is wide
+    fig.add_trace(solid.lines(solid.cube_edges(at), "selected-edges", style.SELECTED, width))
     if partition:
         fig.add_trace(
             points(
                 np.ones_like(in_group),
                 uid="partition",
                 name=f"{con.n_stats:,} statistic groups",
-                marker={"size": size, "symbol": "square", "opacity": 0.9, **partition_marker(ids)},
+                marker=partition_marker(ids),
                 extra=ids,
                 hovertemplate=hover(layout, "<br>group %{customdata[" + str(lay.rank) + "]}"),
             )
         )
     else:
         fig.add_trace(
-            points(
-                ~in_group,
-                uid="others",
-                name="other cells",
-                marker={"size": size, "symbol": "square", "color": style.MUTED, "opacity": 0.35},
-                hovertemplate=hover(layout),
-            )
+            points(~in_group, uid="others", name="other cells", hovertemplate=hover(layout))
         )
         fig.add_trace(
             points(
                 in_group,
                 uid="group",
                 name=f"share μ, σ² with the selected cell (m = {con.group_size:,})",
-                marker={
-                    "size": size,
-                    "symbol": "square",
-                    "color": style.HIGHLIGHT,
-                    "opacity": 0.95,
-                },
                 hovertemplate=hover(layout),
             )
         )
-    sel = (idx == np.asarray(cell)).all(axis=1)
-    fig.add_trace(
-        points(
-            sel,
-            uid="selected",
-            name="selected cell",
-            marker={"size": size + 6, "symbol": "diamond", "color": style.SELECTED},
-            hovertemplate=hover(layout),
-        )
+    fig.add_trace(points(sel, uid="selected", name="selected cell", hovertemplate=hover(layout)))
+    where = " (its group cut open in front of it)" if cut.any() else ""
+    fig.add_traces(
+        [
+            solid.key(f"the {con.group_size:,} values that share its μ, σ² (solid)", group_colour),
+            solid.key(
+                "the other groups (faint, one colour each, colours repeat)"
+                if partition
+                else "the other cells (faint)",
+                PARTITION_COLOURS[(sel_id + 1) % n_colours] if partition else style.BEFORE,
+            ),
+            solid.key("the selected cell (black, outlined)" + where, style.SELECTED),
+        ]
     )
-    ex, ey, ez = _box_edges(*(a.extent(win.size) for a in ax3))
-    fig.add_trace(
-        go.Scatter3d(
-            x=ex,
-            y=ey,
-            z=ez,
-            mode="lines",
-            uid="outline",
-            line={"color": style.BEFORE, "width": 2},
-            hoverinfo="skip",
-            showlegend=False,
-        )
-    )
-    extents = [a.extent(win.size) for a in ax3]
-    ratio = [max(0.5, e / max(extents)) for e in extents]
-    scale = 1.5 / math.hypot(*ratio)  # same on-screen size for cubes and slabs
-    ratio = [r * scale for r in ratio]
+    lengths = [e + 1.0 for e in extents]  # axis ranges −1 … e: equal units on every axis
+    scale = 1.35 / math.hypot(*(v / max(lengths) for v in lengths))
+    ratio = [v / max(lengths) * scale for v in lengths]
     scene_axes = {
         name: {
             "title": {"text": _axis_title(layout, shape, a)},
-            "range": [-0.7, e - 0.3],
+            "range": [-1.0, e],
             "showbackground": False,
+            "showspikes": False,
             "tickfont": {"size": style.font_size(presenter) - 3},
-            **_ticks(a, win),
+            **_ticks(a, win, max(2, round(8 * (e + 1) / max(lengths)))),
         }
         for name, a, e in zip(("xaxis", "yaxis", "zaxis"), ax3, extents, strict=True)
     }
@@ -252,7 +290,10 @@ def make_block_figure(
         uirevision=f"{layout}{shape}{split_hw}",  # keep the user's rotation across reruns
     )
     add_note(fig, win)
-    return style.apply(fig, presenter, height=560)
+    style.apply(fig, presenter, height=600)
+    if win.capped:  # room for the note between the title and the scene
+        fig.update_layout(margin={"t": 110})
+    return fig
 
 
 # ---- the section --------------------------------------------------------------------
@@ -287,6 +328,29 @@ def figure(view: BlockView, presenter: bool) -> go.Figure:
     )
 
 
+def alt(view: BlockView) -> list[str]:
+    """The block in words: the shape, the selected cell, its group's box, what is drawn."""
+    con, cell = view.contract, view.cell
+    lay = con.layout_obj
+    win = make_window(con.layout, con.shape, cell)
+    box = box_text(con.layout, group_slices(con, cell))
+    out = [
+        f"A 3D block of the {lay.key} tensor {lay.shape_text(con.shape)}: one cube per value, "
+        f"{win.n_cells:,} of {win.n_total:,} drawn.",
+        f"The selected cell {lay.shape_text(cell)} (black cube) shares its mean and "
+        f"variance with m = {con.group_size:,} values: {box}"
+        f" (solid); the other {'groups' if view.partition else 'cells'} are faint.",
+    ]
+    if view.partition:
+        out.append(
+            f"Every one of the {con.n_stats:,} statistic groups has a colour "
+            f"(colours repeat after {len(PARTITION_COLOURS)})."
+        )
+    if win.capped:
+        out.append(win.note())
+    return out
+
+
 SECTION = Section(
     slug="block",
     label="Block view",
@@ -294,4 +358,5 @@ SECTION = Section(
     run=run,
     knobs=(PARTITION, SPLIT_HW),
     figure=figure,
+    alt=alt,
 )

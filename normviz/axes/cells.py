@@ -136,3 +136,12 @@ def group_slices(con: Contract, cell: Sequence[int]) -> tuple[slice, ...]:
         else:
             out.append(slice(i, i + 1))
     return tuple(out)
+
+
+def box_text(layout: str, box: Sequence[slice]) -> str:
+    """`B 0–3, T 0–5, C 3`: the index range of a box of the tensor on every axis."""
+    parts = []
+    for a, sl in zip(LAYOUTS[layout].axes, box, strict=True):
+        last = sl.stop - 1
+        parts.append(f"{a} {sl.start}" if last == sl.start else f"{a} {sl.start}–{last}")
+    return ", ".join(parts)

@@ -18,7 +18,7 @@ import torch
 from normviz import style
 from normviz.axes import window
 from normviz.axes.block import PARTITION
-from normviz.axes.cells import AxesSetup, group_slices
+from normviz.axes.cells import AxesSetup, box_text, group_slices
 from normviz.core import Contract
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
@@ -29,6 +29,7 @@ FLAT_MAX_COLS = 128  # columns of the flat view before capping
 FLAT_ROW_PX = (14, 30)  # row height range of the flat view, px
 FLAT_MAX_HEIGHT = 640  # px of grid before rows get thinner
 INTRO = "**Flat view** (click a cell to select it)"
+DIM = 0.7  # opacity of the white veil over the cells outside the selected group
 
 
 @dataclass(frozen=True)
@@ -253,6 +254,14 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
             "colorbar": {"title": {"text": "x"}, "thickness": 14},
         }
     fig = go.Figure(go.Heatmap(uid="heat", name="x", **heat))
+    ids = window.window_ids(con, win).reshape(n_rows, n_cols)
+    dim = {"showscale": False, "opacity": DIM, "hoverinfo": "skip", "xgap": 1, "ygap": 1}
+    outside = ids != int(con.stat_ids()[cell])
+    veil = np.where(outside, 1.0, np.nan).astype(np.float32)
+    white = [[0, "white"], [1, "white"]]
+    fig.add_trace(  # a white veil over the cells outside the group: the group stands out
+        go.Heatmap(z=veil, uid="dim", name="other cells (dimmed)", colorscale=white, **dim)
+    )
     fig.add_trace(
         go.Scatter(
             x=window.int_array(cols),
@@ -270,15 +279,14 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
     )
     rects = flat_group_rects(win, group_slices(con, cell), layout)
     sel = tuple(slice(i, i + 1) for i in cell)
-    for uid, r, colour, width, name in (
+    for uid, r, width, name in (
         (
             "group",
             rects,
-            style.SELECTED if partition else style.HIGHLIGHT,  # orange is a partition colour
-            3,
-            f"shares μ, σ² with the selected cell (m = {con.group_size:,})",
+            4,
+            f"shares μ, σ² with the selected cell (m = {con.group_size:,}); the rest dimmed",
         ),
-        ("selected", flat_group_rects(win, sel, layout), style.SELECTED, 4, "selected cell"),
+        ("selected", flat_group_rects(win, sel, layout), 2, "selected cell"),
     ):
         ox, oy = _outline(r)
         fig.add_trace(
@@ -288,14 +296,24 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
                 mode="lines",
                 uid=uid,
                 name=name,
-                line={
-                    "color": colour,
-                    "width": width,
-                    "dash": "dot" if partition and uid == "group" else "solid",
-                },
+                line={"color": style.SELECTED, "width": width},
                 hoverinfo="skip",
+                showlegend=uid == "group",
             )
         )
+    at = (idx == np.asarray(cell)).all(axis=1)
+    mark = {"symbol": "x", "size": max(8, round(row_px * 0.7)), "color": style.SELECTED}
+    fig.add_trace(  # a symbol, not a colour, names the selected cell
+        go.Scatter(
+            x=window.int_array(cols[at]),
+            y=window.int_array(rows[at]),
+            mode="markers",
+            uid="selected-mark",
+            name="selected cell (✕)",
+            marker=mark | {"line": {"color": "white", "width": 1.5}},
+            hoverinfo="skip",
+        )
+    )
     row_title = "·".join(lay.axes[d] for d in fl.row_dims)
     col_title = "·".join(lay.axes[d] for d in fl.col_dims)
     blocks_of = f" (blocks of {lay.axes[fl.col_dims[-1]]})" if len(fl.col_dims) > 1 else ""
@@ -340,6 +358,29 @@ def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Fla
     return flat_view(setup.tensor(), setup.contract, setup.selected, bool(knobs["partition"]))
 
 
+def alt(view: FlatView) -> list[str]:
+    """The flat view in words: rows and columns, the values, the selected cell and group."""
+    con, cell, win, vals = view.contract, view.cell, view.window, view.values
+    lay, fl = LAYOUTS[con.layout], flat_layout(con.layout)
+    rows = " · ".join(f"{lay.axes[d]} ({win.size[d]})" for d in fl.row_dims)
+    cols = " · ".join(f"{lay.axes[d]} ({win.size[d]})" for d in fl.col_dims)
+    ids = window.window_ids(con, win)
+    mine = vals[ids == int(con.stat_ids()[cell])]
+    at = int(np.flatnonzero((win.indices() == np.asarray(cell)).all(axis=1))[0])
+    box = box_text(con.layout, group_slices(con, cell))
+    drawn = " where drawn" if win.capped else ""
+    out = [
+        f"The tensor unfolded to a grid: rows {rows}, columns {cols}; "
+        f"x runs from {vals.min():.3g} to {vals.max():.3g}.",
+        f"The selected cell {lay.shape_text(cell)} (marked ✕) holds x = {vals[at]:.3g}. "
+        f"Its group of m = {con.group_size:,} values ({box})"
+        f" is outlined in black, x from {mine.min():.3g} to {mine.max():.3g}{drawn}; "
+        "the other cells are dimmed.",
+    ]
+    groups = f"Colours show the {con.n_stats:,} statistic groups (they repeat)."
+    return out + [s for s in (groups if view.partition else "", win.note()) if s]
+
+
 SECTION = Section(
     slug="flat",
     label="Flat view",
@@ -347,4 +388,5 @@ SECTION = Section(
     run=run,
     knobs=(PARTITION,),
     figure=flat_figure,
+    alt=alt,
 )

@@ -221,10 +221,35 @@ def figure(res: Multiples, presenter: bool) -> go.Figure:
     return make_methods_figure(res.layout, res.shape, res.groups, presenter=presenter)
 
 
+def alt_lines(
+    layout: str, shape: Sequence[int], groups: int | None, methods: Sequence[str] = STANDARD_METHODS
+) -> list[str]:
+    """The thumbnails in words: for each method, which axes the corner cell's group pools."""
+    lay = LAYOUTS[layout]
+    out = [f"The {lay.key} tensor {lay.shape_text(tuple(shape))} under each method:"]
+    for m in methods:
+        try:
+            con = contract(m, layout, tuple(shape), groups if METHODS[m].grouped else None)
+        except NormConfigError as e:
+            out.append(f"{METHODS[m].label}: not drawn ({str(e).split('. ')[0]}).")
+            continue
+        pooled = ", ".join(con.axes)
+        out.append(
+            f"{con.method_obj.label}: the corner cell's group pools {pooled} "
+            f"(m = {con.group_size:,} values, {con.n_stats:,} groups)."
+        )
+    return out
+
+
+def alt(res: Multiples) -> list[str]:
+    return alt_lines(res.layout, res.shape, res.groups)
+
+
 SECTION = Section(
     slug="methods",
     label="All methods side by side",
     intro=INTRO,
     run=run,
     figure=figure,
+    alt=alt,
 )

@@ -283,19 +283,20 @@ def flowchart_dot(rec: Recommendation | None = None) -> str:
     for nid, text in _NODES.items():
         hot = nid in path
         lines.append(
-            f'  "{nid}" [label="{text}", color="{style.SELECTED if hot else "#7F7F7F"}", '
+            f'  "{nid}" [label="{text}", color="{style.SELECTED if hot else style.BEFORE}", '
             f"penwidth={3 if hot else 1}];"
         )
     for key in _LEAVES:
         hot = key in path
         lines.append(
             f'  "{key}" [label="{METHODS[key].label}", fillcolor="{style.METHOD_COLOURS[key]}", '
-            f'fontcolor="white", color="{style.SELECTED if hot else "white"}", '
+            f'fontcolor="{style.ink(style.METHOD_COLOURS[key])}", '
+            f'color="{style.SELECTED if hot else "white"}", '
             f"penwidth={5 if hot else 1}];"
         )
     for a, b, label in _EDGES:
         hot = (a, b) in hot_edges
-        attrs = [f'color="{style.SELECTED if hot else "#9E9E9E"}"', f"penwidth={3 if hot else 1}"]
+        attrs = [f'color="{style.SELECTED if hot else style.EDGE}"', f"penwidth={3 if hot else 1}"]
         if label:
             attrs.append(f'label="{label}"')
         lines.append(f'  "{a}" -> "{b}" [{", ".join(attrs)}];')

@@ -208,14 +208,14 @@ def make_affine_figure(demo: AffineDemo, method: str, presenter: bool = False) -
         horizontal_spacing=0.1,
     )
     fig.add_trace(bars(demo.before, style.BEFORE, "γ = 1, β = 0", opacity=0.6), 1, 1)
-    fig.add_trace(bars(demo.after, style.METHOD_COLOURS[method], "with γ, β", opacity=0.6), 1, 1)
+    fig.add_trace(bars(demo.after, style.METHOD_COLOURS[method], "with γ, β", 0.6, "/"), 1, 1)
     ch = demo.channels
     idx = np.arange(len(ch))
-    for col, target, colour, sym in (
-        ("mean", "β", style.PALETTE[1], "circle"),
-        ("std", "γ", style.PALETTE[2], "diamond"),
+    for col, target, colour, sym, dash in (
+        ("mean", "β", style.PALETTE[1], "circle", "dot"),
+        ("std", "γ", style.PALETTE[2], "diamond", "dash"),
     ):
-        line = {"color": colour, "dash": "dot"}
+        line = {"color": colour, "dash": dash}
         fig.add_trace(
             go.Scatter(x=idx, y=ch[target].to_numpy(), mode="lines", line=line, name=target), 1, 2
         )

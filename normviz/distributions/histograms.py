@@ -111,14 +111,17 @@ def _mean_std(t: torch.Tensor) -> tuple[float, float]:
 # ---- drawing ---------------------------------------------------------------------------
 
 
-def bars(h: Histogram, colour: str, name: str, opacity: float = 1.0) -> go.Bar:
-    """One histogram as touching bars (the bins were computed on the server)."""
+def bars(h: Histogram, colour: str, name: str, opacity: float = 1.0, pattern: str = "") -> go.Bar:
+    """One histogram as touching bars (the bins were computed on the server).
+
+    `pattern` (a Plotly hatch: "/", "x", ".") tells overlaid histograms apart without colour.
+    """
     width = float(h.edges[1] - h.edges[0]) if h.edges.size > 1 else 1.0
     return go.Bar(
         x=np.round(h.centres, 6),
         y=h.counts,
         width=width,
-        marker={"color": colour, "line": {"width": 0}},
+        marker={"color": colour, "line": {"width": 0}, "pattern": {"shape": pattern}},
         opacity=opacity,
         name=name,
         hovertemplate="%{x:.3g}: %{y} values<extra>" + name + "</extra>",

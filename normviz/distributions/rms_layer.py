@@ -184,10 +184,10 @@ def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Fig
     lo = min(float(np.nanmin(both)), 0.99)
     rng = (lo, 1.0 + 1e-9)
     fig = go.Figure()
-    for key, values, name in series:
+    for (key, values, name), hatch in zip(series, ("", "/", "x"), strict=False):
         colour = style.METHOD_COLOURS.get(key, style.PALETTE[2])
         h = histogram(np.clip(values, lo, 1.0), bins=40, value_range_=rng)
-        fig.add_trace(bars(h, colour, name, opacity=0.7))
+        fig.add_trace(bars(h, colour, name, 0.7, hatch))  # hatched: not colour alone
     what = _vector_word(cmp)
     fig.update_layout(
         title=f"Cosine similarity of each {what}'s vector before and after",

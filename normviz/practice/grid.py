@@ -71,9 +71,11 @@ def make_grid_figure(
     cells = np.stack(np.unravel_index(np.arange(ex.n_cells), case.shape), axis=1)
     names = [cell_name(case.layout, c) for c in cells]
     fill = _fill(ex)
+    edge = [0.0] * len(fill)  # picked cells are also outlined: not colour alone
     for i in picked:
         if 0 <= i < len(fill):
             fill[i] = PICKED
+            edge[i] = 3.0
     text = [f"{v:g}" for v in ex.values] if ex.colour == "values" else None
     px = cell_px(case.shape)
     fig = go.Figure(
@@ -86,7 +88,12 @@ def make_grid_figure(
             customdata=list(range(ex.n_cells)),
             hovertext=names,
             hoverinfo="text",
-            marker={"symbol": "square", "size": px - 3, "color": fill, "line": {"width": 0}},
+            marker={
+                "symbol": "square",
+                "size": px - 3,
+                "color": fill,
+                "line": {"width": edge, "color": style.SELECTED},
+            },
             selected={"marker": {"opacity": 1}},
             unselected={"marker": {"opacity": 1}},
             name="cells",
@@ -165,7 +172,7 @@ def make_tally_figure(
     rows: Sequence[TallyRow], revealed: bool, presenter: bool = False
 ) -> go.Figure:
     """A class's answers as horizontal bars, most frequent on top; after the reveal the
-    right answer's bar is green."""
+    right answer's bar is green, hatched and ticked."""
     colours = [
         RIGHT if (revealed and r.correct) else (WRONG if revealed else style.PALETTE[0])
         for r in rows
@@ -175,8 +182,11 @@ def make_tally_figure(
             x=[r.count for r in rows],
             y=[r.label for r in rows],
             orientation="h",
-            marker={"color": colours},
-            text=[str(r.count) for r in rows],
+            marker={
+                "color": colours,
+                "pattern": {"shape": ["/" if revealed and r.correct else "" for r in rows]},
+            },
+            text=[f"{r.count} ✔" if revealed and r.correct else str(r.count) for r in rows],
             textposition="outside",
             hoverinfo="skip",
             name="answers",
