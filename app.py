@@ -8,19 +8,23 @@ import streamlit as st
 import torch
 
 import ui.warmup  # noqa: F401  (starts a one-off import in the background)
-from ui import home, route, state
+from ui import css, home, route, state
 from ui.pages import available
 
 # One torch thread per request: a classroom's sessions share two cores, and tiny
 # tensors run far slower when threads contend (measured in the BatchNorm lab).
 torch.set_num_threads(1)
 
+presenter = state.link_presenter()  # from the session, or on a first visit the link
 st.set_page_config(
     page_title="normviz: normalization layers, axis by axis",
     page_icon="assets/icon.png",
     layout="wide",
-    initial_sidebar_state="expanded",
+    # presenter mode folds the sidebar away; "auto" keeps it open on a wide screen and
+    # folded on a phone, where it would cover most of the page
+    initial_sidebar_state="collapsed" if presenter else "auto",
 )
+css.inject(presenter)
 
 sections: dict[str, list[st.Page]] = {
     "Learn": [st.Page(home.render, title="Home", icon=":material/home:", default=True)]

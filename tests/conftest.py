@@ -151,14 +151,14 @@ def wait_done(p, timeout: float = 60_000) -> None:
     # a rerun can start right after (query-param writes): let it settle, then wait
     # again, and for lazily loaded widgets to replace their skeletons
     p.wait_for_timeout(300)
-    # ... and for the shared sidebar: a server's very first run may render a page
-    # alone before ui.state.ensure_entrypoint reroutes it through app.py
+    # ... and for the shared sidebar (its presenter toggle: every page has it): a
+    # server's very first run may render a page alone before
+    # ui.state.ensure_entrypoint reroutes it through app.py
     p.wait_for_function(
         """() => document.querySelector('[data-testid=stApp]')
                  .getAttribute('data-test-script-state') === 'notRunning'
               && document.querySelectorAll('[data-testid*=keleton]').length === 0
-              && document.querySelector(
-                   '[data-testid=stSidebarUserContent] [data-testid=stRadio]')""",
+              && document.querySelector('[data-testid=stSidebarUserContent] .st-key-present')""",
         timeout=timeout,
     )
 
