@@ -16,53 +16,68 @@ pytestmark = pytest.mark.browser
 
 # (name, width, height, presenter)
 SCREENS = (
+    ("phone", 390, 844, False),
     ("projector", 1280, 720, True),
     ("old projector", 1024, 768, True),
     ("laptop", 1400, 900, False),
-    ("phone", 390, 844, False),
 )
 
 # Elements that are meant to scroll sideways, so their scrollWidth may exceed their width:
 # - st.dataframe's grid (a canvas with its own scroll bars: the table is data, it pans),
 # - code blocks (code must not wrap; st.code scrolls with a visible bar),
 # - a chart's inside (checked separately: its SVG text must stay inside the chart),
-# - on a phone only, a display formula (normviz.css gives it its own scroll box; at
-#   laptop and projector widths formulas must fit whole),
-# - the tab bar (Streamlit scrolls it and shows arrows when the tabs do not fit).
+# - on a phone only, a display formula (ui/css.py gives it its own scroll box; at
+#   laptop and projector widths formulas must fit whole).
 EXEMPT = [
     "[data-testid=stDataFrame]",
     "[data-testid=stCode]",
     "pre",
     "[data-testid=stPlotlyChart]",
-    "[data-baseweb=tab-list]",
 ]
 PHONE_EXEMPT = [".katex-display"]
 
+# An element overflows when its content is wider than its box (scrollWidth > clientWidth
+# + 1) because of its own text or of a descendant that sticks out of it; descendants
+# inside an exempt scroller, absolutely positioned ones (tooltips, toolbars, a slider's
+# value label) and visually hidden ones (1 px screen-reader text, KaTeX's MathML) do not
+# count. Only the innermost overflowing elements are reported.
 OVERFLOW_JS = """(exempt) => {
     const main = document.querySelector('[data-testid=stMain]');
-    const out = [];
+    const skip = (el) => exempt.some(sel => el.closest(sel));
+    const floating = (el) => {
+        for (let e = el; e && e !== main; e = e.parentElement) {
+            const pos = getComputedStyle(e).position;
+            if (pos === 'absolute' || pos === 'fixed') return true;
+        }
+        return false;
+    };
+    const ownText = (el) => [...el.childNodes].some(
+        n => n.nodeType === 3 && n.textContent.trim());
+    const sticksOut = (el, box) => [...el.querySelectorAll('*')].some(d => {
+        if (d instanceof SVGElement || skip(d) || floating(d)) return false;
+        const r = d.getBoundingClientRect();
+        return r.width > 1 && (r.right > box.right + 1 || r.left < box.left - 1);
+    });
     const name = (el) => {
-        const key = [...el.closest('[class*=st-key-]')?.classList || []]
+        const key = [...(el.closest('[class*=st-key-]')?.classList || [])]
             .find(c => c.startsWith('st-key-'));
         const t = el.getAttribute('data-testid') || el.tagName.toLowerCase();
         const text = (el.innerText || '').trim().slice(0, 60).replace(/\\s+/g, ' ');
         return `${t}${key ? ' in ' + key : ''}: "${text}"`;
     };
+    const found = [];
     for (const el of main.querySelectorAll('*')) {
-        if (el instanceof SVGElement) continue;
+        if (el instanceof SVGElement || skip(el) || el.closest('.katex')) continue;
         const cs = getComputedStyle(el);
-        if (cs.display === 'inline' || cs.display === 'none' || cs.visibility === 'hidden') {
+        if (cs.display === 'inline' || cs.display === 'none' || cs.visibility === 'hidden'
+            || el.clientWidth < 20 || el.scrollWidth <= el.clientWidth + 1 || floating(el)) {
             continue;
         }
-        if (exempt.some(sel => el.closest(sel))) continue;
-        if (el.scrollWidth > el.clientWidth + 1 && el.clientWidth > 0) {
-            out.push(`${name(el)} is ${el.scrollWidth}px wide in ${el.clientWidth}px`);
-        }
+        if (ownText(el) || sticksOut(el, el.getBoundingClientRect())) found.push(el);
     }
-    // the main area itself must not scroll sideways
-    const box = document.querySelector('[data-testid=stMainBlockContainer]');
-    if (box.scrollWidth > box.clientWidth + 1) out.push(`the page is ${box.scrollWidth}px wide`);
-    return out.slice(0, 12);
+    const inner = found.filter(el => !found.some(o => o !== el && el.contains(o)));
+    return inner.slice(0, 12).map(
+        el => `${name(el)} is ${el.scrollWidth}px wide in ${el.clientWidth}px`);
 }"""
 
 # Every chart drew its SVG text (plotly.js draws after the script run: DESIGN.md).

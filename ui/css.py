@@ -19,10 +19,21 @@ BASE = """
 [data-testid="stMarkdownContainer"] .katex-display {
   overflow-x: auto; overflow-y: hidden; padding: 0.15em 0;
 }
-/* pill rows wrap onto more lines instead of scrolling sideways out of sight */
+/* pill rows wrap onto more lines instead of scrolling sideways out of sight, and a long
+   pill wraps its own words */
 [data-testid="stButtonGroup"] > div { flex-wrap: wrap; overflow-x: visible; }
-/* page links (Home's map) and captions wrap long words on a phone */
-[data-testid="stPageLink"] p, [data-testid="stCaptionContainer"] { overflow-wrap: anywhere; }
+[data-testid="stButtonGroup"] button { height: auto; max-width: 100%; }
+[data-testid="stButtonGroup"] button p { white-space: normal; text-align: left; }
+/* page links (Home's map) wrap instead of running off a phone's screen */
+[data-testid="stPageLink"] a, [data-testid="stPageLink"] span,
+[data-testid="stPageLink"] p { white-space: normal; }
+/* tab bars wrap onto more lines instead of hiding tabs off to the side; the open tab is
+   underlined by its own border (the sliding highlight assumes one line) */
+[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow-x: visible; row-gap: 0.25rem; }
+[data-testid="stTabs"] [data-baseweb="tab-highlight"] { display: none; }
+[data-testid="stTabs"] [role="tab"][aria-selected="true"] {
+  box-shadow: inset 0 -3px 0 0 currentColor;
+}
 """
 
 PRESENTER = f"""
