@@ -19,6 +19,10 @@ BASE = """
 [data-testid="stMarkdownContainer"] .katex-display {
   overflow-x: auto; overflow-y: hidden; padding: 0.15em 0;
 }
+/* a formula in a column (the worked example's statistics, the residual cards) shrinks
+   with its column, down to 0.8 of the text size, so its result stays in view */
+[data-testid="stColumn"] { container-type: inline-size; }
+[data-testid="stColumn"] .katex-display > .katex { font-size: clamp(0.8em, 3.4cqi, 1.21em); }
 /* pill rows wrap onto more lines instead of scrolling sideways out of sight, and a long
    pill wraps its own words */
 [data-testid="stButtonGroup"] > div { flex-wrap: wrap; overflow-x: visible; }
@@ -27,6 +31,11 @@ BASE = """
 /* page links (Home's map) wrap instead of running off a phone's screen */
 [data-testid="stPageLink"] a, [data-testid="stPageLink"] span,
 [data-testid="stPageLink"] p { white-space: normal; }
+/* on a phone a chart keeps a readable width and pans sideways inside its own box */
+@media (max-width: 640px) {
+  [data-testid="stElementContainer"]:has(> [data-testid="stPlotlyChart"]) { overflow-x: auto; }
+  [data-testid="stFullScreenFrame"]:has(> [data-testid="stPlotlyChart"]) { min-width: 620px; }
+}
 /* tab bars wrap onto more lines instead of hiding tabs off to the side; the open tab is
    underlined by its own border (the sliding highlight assumes one line) */
 [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow-x: visible; row-gap: 0.25rem; }
