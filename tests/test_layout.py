@@ -37,7 +37,7 @@ EXEMPT = [
 ]
 PHONE_EXEMPT = [
     ".katex-display",
-    "[data-testid=stElementContainer]:has(> [data-testid=stFullScreenFrame] > [data-testid=stPlotlyChart])",
+    "[data-testid=stElementContainer]:has(> * > [data-testid=stPlotlyChart])",
 ]
 
 # An element overflows when its content is wider than its box (scrollWidth > clientWidth
