@@ -55,7 +55,7 @@ def test_url_is_read_and_written_back() -> None:
             "W": "5",
             "method": "group",
             "groups": "3",
-        }
+        },
     )
     assert_clean(at)
     assert at.session_state["layout"] == "NCHW"
@@ -79,11 +79,11 @@ def _qp(at, key: str) -> str:
 
 
 def test_settings_survive_a_page_switch_and_stay_in_the_url() -> None:
-    """Also through pages whose sidebar hides them (home shows no tensor settings)."""
+    """Also through pages whose sidebar hides them (/residual shows no tensor settings)."""
     at = run_app("axes")
     at.sidebar.number_input(key="B").set_value(3).run()
     at.sidebar.selectbox(key="method").set_value("layer").run()
-    at.switch_page("app.py").run()
+    at.switch_page("pages/residual.py").run()
     assert_clean(at)
     assert not at.sidebar.number_input and not at.sidebar.selectbox
     assert at.session_state["B"] == 3 and at.session_state["method"] == "layer"
@@ -110,7 +110,7 @@ def test_layout_switch_and_custom_axes_in_the_sidebar() -> None:
             "eps": "1e-05",
             "seed": "0",
             "data": "channels",
-        }
+        },
     )
     assert_clean(at)
     assert not at.warning
