@@ -12,7 +12,7 @@ def test_home_shows_formula_and_table() -> None:
     at = run_app()
     assert_clean(at)
     assert any("\\gamma" in latex.value for latex in at.latex)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table.index) == [METHODS[k].label for k in STANDARD_METHODS]
     assert table.loc["BatchNorm", "BTC pools"] == "B, T"
     assert table.loc["GroupNorm", "NCHW pools"] == "C/G, H, W"
