@@ -28,7 +28,8 @@ SCREENS = (
 # - a chart's inside (checked separately: its SVG text must stay inside the chart),
 # - on a phone only, a display formula (ui/css.py gives it its own scroll box; at
 #   laptop and projector widths formulas must fit whole), and a chart's box: ui/css.py
-#   lays a chart out at least 620 px wide there (legible, titles apart) and pans it.
+#   lays a chart out at least 620 px wide there (legible, titles apart) and pans it,
+#   and a static table of many columns likewise (st.table: 600 px, it pans).
 EXEMPT = [
     "[data-testid=stDataFrame]",
     "[data-testid=stCode]",
@@ -38,6 +39,7 @@ EXEMPT = [
 PHONE_EXEMPT = [
     ".katex-display",
     "[data-testid=stElementContainer]:has(> * > [data-testid=stPlotlyChart])",
+    "[data-testid=stTable]",
 ]
 
 # An element overflows when its content is wider than its box (scrollWidth > clientWidth

@@ -109,8 +109,8 @@ def test_hidden_settings_stay_alive_across_pages() -> None:
     at = run_app("axes", query={"layout": "NCHW", "N": "3", "method": "group", "groups": "3"})
     at.sidebar.number_input(key="seed").set_value(7).run()
     at.sidebar.select_slider(key="eps").set_value(1e-3).run()
-    for page in ("pages/residual.py", "pages/batchnorm.py", "pages/choose.py", "pages/distributions.py"):
-        at.switch_page(page).run()
+    for page in ("residual", "batchnorm", "choose", "distributions"):
+        at.switch_page(f"pages/{page}.py").run()
         assert_clean(at)
         for k, v in {"layout": "NCHW", "N": "3", "method": "group", "groups": "3"}.items():
             assert url_value(at, k) == v, (page, k)

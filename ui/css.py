@@ -36,6 +36,16 @@ BASE = """
   [data-testid="stElementContainer"]:has(> [data-testid="stPlotlyChart"]) { overflow-x: auto; }
   [data-testid="stFullScreenFrame"]:has(> [data-testid="stPlotlyChart"]) { min-width: 620px; }
 }
+/* static tables (st.table) wrap long cells, even a long identifier, to fit their column;
+   on a phone a wide table keeps readable columns and pans sideways in its own box */
+[data-testid="stTable"] :is(th, td), [data-testid="stTable"] :is(th, td) * {
+  white-space: normal !important;
+}
+[data-testid="stTable"] td, [data-testid="stTable"] td * { overflow-wrap: anywhere !important; }
+@media (max-width: 640px) {
+  [data-testid="stTable"] { overflow-x: auto; }
+  [data-testid="stTable"] table { min-width: 600px; }
+}
 /* tab bars wrap onto more lines instead of hiding tabs off to the side; the open tab is
    underlined by its own border (the sliding highlight assumes one line) */
 [data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow-x: visible; row-gap: 0.25rem; }

@@ -88,16 +88,8 @@ def _keep_alive(keys: tuple[str, ...], defaults: dict[str, Any]) -> None:
         st.session_state[key] = st.session_state.get(key, defaults[key])
 
 
-def sidebar(page: str) -> ns.Settings:
-    """Draw the shared settings this page uses (`ui.pages.controls`) in the sidebar, and
-    presenter mode; return every shared setting (drawn or not) for the URL."""
-    init_from_url(page)
-    view_warnings = _seed_view() if PRESENT not in st.session_state else []
-    shown = set(controls(page))
-    sb = st.sidebar
-    _keep_alive((*_KEPT, PRESENT), {k: ns.SHARED[k].default for k in (*_KEPT, PRESENT)})
-    if isinstance(st.session_state["axes"], str):
-        st.session_state["axes"] = [a for a in st.session_state["axes"].split(",") if a]
+def _tensor(sb: Any, shown: set[str]) -> str:
+    """Layout and sizes (those the page uses); the layout."""
     layout = st.session_state["layout"]
     if shown & {"layout", "batch", "sample"}:
         sb.header("Tensor")
@@ -114,29 +106,27 @@ def sidebar(page: str) -> ns.Settings:
     sized = [a for i, a in enumerate(lay.axes) if ("sample", "batch")[i == 0] in shown]
     for col, a in zip(sb.columns(len(sized)) if sized else (), sized, strict=True):
         col.number_input(
-            a,
-            min_value=1,
-            max_value=ns.SIZE_LIMITS[a],
-            step=1,
-            key=a,
-            help=f"{a}: {lay.names[a]}",
+            a, min_value=1, max_value=ns.SIZE_LIMITS[a], step=1, key=a, help=f"{a}: {lay.names[a]}"
         )
+    return layout
+
+
+def _method(sb: Any, shown: set[str], layout: str) -> str:
+    """Method, G, custom axes and ε (those the page uses); the method."""
     method = st.session_state["method"]
     if shown & {"method", "groups", "eps"}:
         sb.header("Method")
     if "method" in shown:
         method = sb.selectbox(
-            "Normalization",
-            list(METHODS),
-            key="method",
-            format_func=lambda k: METHODS[k].label,
+            "Normalization", list(METHODS), key="method", format_func=lambda k: METHODS[k].label
         )
     if "groups" in shown or ("method" in shown and METHODS[method].grouped):
         sb.number_input("Groups G", min_value=1, max_value=4096, step=1, key="groups")
     if "method" in shown and method == "custom":
+        axes = LAYOUTS[layout].axes
         # the saved selection may name axes of the other layout
-        st.session_state["axes"] = [a for a in st.session_state.get("axes", []) if a in lay.axes]
-        sb.pills("Reduce over", list(lay.axes), selection_mode="multi", key="axes")
+        st.session_state["axes"] = [a for a in st.session_state.get("axes", []) if a in axes]
+        sb.pills("Reduce over", list(axes), selection_mode="multi", key="axes")
         sb.toggle("Subtract the mean", key="centred", help="off: divide by the RMS only")
     if "eps" in shown:
         sb.select_slider(
@@ -145,6 +135,11 @@ def sidebar(page: str) -> ns.Settings:
             key="eps",
             format_func=lambda v: "0" if v == 0 else f"{v:.0e}",
         )
+    return method
+
+
+def _input(sb: Any, shown: set[str]) -> None:
+    """Data generator and seed (those the page uses)."""
     if shown & {"data", "seed"}:
         sb.header("Input")
     if "data" in shown:
@@ -157,9 +152,24 @@ def sidebar(page: str) -> ns.Settings:
         )
     if "seed" in shown:
         sb.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed")
+
+
+def sidebar(page: str) -> ns.Settings:
+    """Draw the shared settings this page uses (`ui.pages.controls`) in the sidebar, and
+    presenter mode; return every shared setting (drawn or not) for the URL."""
+    init_from_url(page)
+    view_warnings = _seed_view() if PRESENT not in st.session_state else []
+    shown, sb = set(controls(page)), st.sidebar
+    _keep_alive((*_KEPT, PRESENT), {k: ns.SHARED[k].default for k in (*_KEPT, PRESENT)})
+    if isinstance(st.session_state["axes"], str):
+        st.session_state["axes"] = [a for a in st.session_state["axes"].split(",") if a]
+    layout = _tensor(sb, shown)
+    method = _method(sb, shown, layout)
+    _input(sb, shown)
     if shown:
         sb.divider()
     sb.toggle("Presenter mode", key=PRESENT, help=PRESENT_HELP)
+    lay = LAYOUTS[layout]
     s = ns.Settings(
         layout=layout,
         sizes={a: int(st.session_state[a]) for a in lay.axes},
