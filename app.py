@@ -7,15 +7,19 @@ import logging
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time; torch on one thread)
-from ui import home, route, state
+from ui import css, home, route, state
 from ui.pages import available
 
+presenter = state.link_presenter()  # from the session, or on a first visit the link
 st.set_page_config(
     page_title="normviz: normalization layers, axis by axis",
     page_icon="assets/icon.png",
     layout="wide",
-    initial_sidebar_state="expanded",
+    # presenter mode folds the sidebar away; "auto" keeps it open on a wide screen and
+    # folded on a phone, where it would cover most of the page
+    initial_sidebar_state="collapsed" if presenter else "auto",
 )
+css.inject(presenter)
 
 sections: dict[str, list[st.Page]] = {
     "Learn": [st.Page(home.render, title="Home", icon=":material/home:", default=True)]

@@ -42,13 +42,13 @@ CHROMIUM_ARGS = [
 ]
 HOME = "home"  # our name for the page at "/"
 # A finished script run in the browser (DESIGN.md: platform facts). Before the first
-# run starts the app also reports "notRunning", so wait for the sidebar's layout radio
-# too: app.py draws it at the start of every run.
+# run starts the app also reports "notRunning", so wait for the sidebar's presenter
+# toggle too: app.py draws it on every page, at the start of every run.
 DONE_JS = """() => {
     const app = document.querySelector('[data-testid=stApp]');
     return app && app.getAttribute('data-test-connection-state') === 'CONNECTED'
         && app.getAttribute('data-test-script-state') === 'notRunning'
-        && document.querySelector('[data-testid=stSidebarUserContent] [data-testid=stRadio]')
+        && document.querySelector('[data-testid=stSidebarUserContent] .st-key-present')
         && document.querySelectorAll('[data-testid*=keleton]').length === 0;
 }"""
 
@@ -181,7 +181,7 @@ def app_test(page: str, query: dict[str, str] | None = None, timeout: float = 60
 
 def sidebar_drawn(at: AppTest) -> bool:
     """True when app.py drew the shared sidebar (the page ran through the entry point)."""
-    return any(r.key == "layout" for r in at.sidebar.radio)
+    return any(t.key == "present" for t in at.sidebar.toggle)
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,12 @@
 
 One server (the `server` fixture), one browser, 8 contexts driven concurrently
 (Playwright's async API: the sync one is not thread-safe). Each session opens a
-different page with a different shared link, then clicks "+" on its seed and
-types a new batch size. Every session must end up showing exactly its own values
-(sidebar widgets and URL), checked again after all the others have acted, so
-cross-talk through caches or module state would show; none may show an
-exception, and all must finish.
+different page (one whose sidebar has the seed) with a different shared link, then
+clicks "+" on its seed and, where the page's sidebar shows it, types a new batch size.
+Every session must end up showing exactly its own values (the sidebar widgets its
+page draws, and the URL, which also keeps the settings the page hides), checked again
+after all the others have acted, so cross-talk through caches or module state would
+show; none may show an exception, and all must finish.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from conftest import CHROMIUM, CHROMIUM_ARGS
 from benchmarks.common import DONE_JS, page_ids, url_path
 from normviz import METHODS, STANDARD_METHODS
 from normviz.layouts import LAYOUTS
+from ui.pages import controls
 
 SESSIONS = 8
 TIMEOUT = 300_000  # ms; 8 sessions share 2 cores with whatever else is running
@@ -42,6 +44,16 @@ class Student:
     def sample(self) -> str:
         return LAYOUTS[self.layout].sample
 
+    @property
+    def shows(self) -> tuple[str, ...]:
+        """The shared controls its page's sidebar draws (ui.pages.controls)."""
+        return controls(url_path(self.page))
+
+    @property
+    def final_size(self) -> int:
+        """The batch size at the end: typed in where the sidebar shows it, else the link's."""
+        return self.new_size if "batch" in self.shows else self.size
+
     def link(self, server: str) -> str:
         q = {"layout": self.layout, self.sample: self.size, "method": self.method}
         q |= {"seed": self.seed, "groups": 2}
@@ -52,14 +64,14 @@ class Student:
         """URL values at the end."""
         return {
             "layout": self.layout,
-            self.sample: str(self.new_size),
+            self.sample: str(self.final_size),
             "method": self.method,
             "seed": str(self.seed + 1),
         }
 
 
 def students() -> list[Student]:
-    pages = page_ids()
+    pages = [p for p in page_ids() if "seed" in controls(url_path(p))]
     return [
         Student(
             i=i,
@@ -77,7 +89,8 @@ def students() -> list[Student]:
 def test_students_differ() -> None:
     """The plan itself: different pages and settings, so cross-talk would be visible."""
     plan = students()
-    assert len({s.page for s in plan}) >= min(len(page_ids()), 4)
+    assert len({s.page for s in plan}) >= 4
+    assert any("batch" not in s.shows for s in plan)  # hidden settings stay in the URL too
     assert len({(s.new_size, s.seed) for s in plan}) == SESSIONS
     assert {s.layout for s in plan} == {"BTC", "NCHW"}
 
@@ -138,33 +151,33 @@ async def _problems(p) -> list[str]:
 async def _seen(p, s: Student) -> dict[str, str]:
     """What the sidebar shows and what the URL says, for this student's values."""
     side = "[data-testid=stSidebarUserContent]"
-    layout = await p.locator(f"{side} .st-key-layout label:has(input:checked)").inner_text()
-    size = await p.locator(f"{side} .st-key-{s.sample} input").input_value()
-    seed = await p.locator(f"{side} .st-key-seed input").input_value()
-    method = await p.locator(f"{side} .st-key-method input").input_value()
+    seen = {"sidebar seed": await p.locator(f"{side} .st-key-seed input").input_value()}
+    if "layout" in s.shows:
+        layout = p.locator(f"{side} .st-key-layout label:has(input:checked)")
+        seen["sidebar layout"] = (await layout.inner_text()).strip()
+    if "batch" in s.shows:
+        seen["sidebar size"] = await p.locator(f"{side} .st-key-{s.sample} input").input_value()
+    if "method" in s.shows:
+        seen["sidebar method"] = await p.locator(f"{side} .st-key-method input").input_value()
     url = await p.evaluate("() => location.search")
     q = dict(kv.split("=", 1) for kv in url.lstrip("?").split("&") if "=" in kv)
-    return {
-        "sidebar layout": layout.strip(),
-        "sidebar size": size,
-        "sidebar seed": seed,
-        "sidebar method": method,
-        **{f"url {k}": q.get(k, "") for k in s.expected()},
-    }
+    return seen | {f"url {k}": q.get(k, "") for k in s.expected()}
 
 
 def _want(s: Student) -> dict[str, str]:
-    return {
-        "sidebar layout": s.layout,
-        "sidebar size": str(s.new_size),
-        "sidebar seed": str(s.seed + 1),
-        "sidebar method": METHODS[s.method].label,
-        **{f"url {k}": v for k, v in s.expected().items()},
-    }
+    want = {"sidebar seed": str(s.seed + 1)}
+    if "layout" in s.shows:
+        want["sidebar layout"] = s.layout
+    if "batch" in s.shows:
+        want["sidebar size"] = str(s.new_size)
+    if "method" in s.shows:
+        want["sidebar method"] = METHODS[s.method].label
+    return want | {f"url {k}": v for k, v in s.expected().items()}
 
 
 async def _student(browser, server: str, s: Student) -> object:
-    """Open the link, check it was read, click "+" on the seed, type a size; return the page.
+    """Open the link, check it was read, click "+" on the seed, type a size where the
+    sidebar shows it; return the page.
 
     (The size inputs sit in narrow sidebar columns, where Streamlit hides their +/-.)
     """
@@ -174,14 +187,16 @@ async def _student(browser, server: str, s: Student) -> object:
     await p.goto(s.link(server))
     await _done(p)
     side = "[data-testid=stSidebarUserContent]"
-    first = await p.locator(f"{side} .st-key-{s.sample} input").input_value()
-    assert first == str(s.size), f"session {s.i} ({s.page}): link size {s.size}, shows {first}"
+    first = await p.locator(f"{side} .st-key-seed input").input_value()
+    assert first == str(s.seed), f"session {s.i} ({s.page}): link seed {s.seed}, shows {first}"
     await p.locator(f"{side} .st-key-seed [data-testid=stNumberInputStepUp]").click()
     await _until_url(p, "seed", str(s.seed + 1))
-    size = p.locator(f"{side} .st-key-{s.sample} input")
-    await size.fill(str(s.new_size))
-    await size.press("Enter")
-    await _until_url(p, s.sample, str(s.new_size))
+    if "batch" in s.shows:
+        size = p.locator(f"{side} .st-key-{s.sample} input")
+        assert await size.input_value() == str(s.size), f"session {s.i}: link size not read"
+        await size.fill(str(s.new_size))
+        await size.press("Enter")
+        await _until_url(p, s.sample, str(s.new_size))
     return p
 
 

@@ -36,6 +36,7 @@ from test_classroom import _done, _problems
 from benchmarks.common import Balanced, page_ids, serve_balanced, url_path
 from normviz import STANDARD_METHODS
 from normviz.layouts import LAYOUTS
+from ui.pages import controls
 
 PER_PROCESS = 2  # sessions on each of the two processes
 TIMEOUT = 120_000  # ms
@@ -155,7 +156,8 @@ class Student:
 
 
 def _links(url: str, n: int) -> list[tuple[str, int]]:
-    pages = [p for p in page_ids() if url_path(p)]
+    # pages whose sidebar has the seed (ui.pages.controls): the students click its "+"
+    pages = [p for p in page_ids() if url_path(p) and "seed" in controls(url_path(p))]
     out = []
     for i in range(n):
         layout = "BTC" if i % 2 == 0 else "NCHW"

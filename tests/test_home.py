@@ -12,7 +12,7 @@ def test_home_shows_formula_and_table() -> None:
     at = run_app()
     assert_clean(at)
     assert any("\\gamma" in latex.value for latex in at.latex)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table.index) == [METHODS[k].label for k in STANDARD_METHODS]
     assert table.loc["BatchNorm", "BTC pools"] == "B, T"
     assert table.loc["GroupNorm", "NCHW pools"] == "C/G, H, W"
@@ -46,6 +46,7 @@ def test_bad_url_values_fall_back_with_a_warning(query: dict[str, str], param: s
 
 def test_url_is_read_and_written_back() -> None:
     at = run_app(
+        "axes",
         query={
             "layout": "NCHW",
             "N": "2",
@@ -54,7 +55,7 @@ def test_url_is_read_and_written_back() -> None:
             "W": "5",
             "method": "group",
             "groups": "3",
-        }
+        },
     )
     assert_clean(at)
     assert at.session_state["layout"] == "NCHW"
@@ -78,17 +79,25 @@ def _qp(at, key: str) -> str:
 
 
 def test_settings_survive_a_page_switch_and_stay_in_the_url() -> None:
-    at = run_app()
+    """Also through pages whose sidebar hides them (/residual shows no tensor settings)."""
+    at = run_app("axes")
     at.sidebar.number_input(key="B").set_value(3).run()
     at.sidebar.selectbox(key="method").set_value("layer").run()
-    at.switch_page("pages/axes.py").run()
+    at.switch_page("pages/residual.py").run()
+    assert_clean(at)
+    assert not at.sidebar.number_input and not at.sidebar.selectbox
+    assert at.session_state["B"] == 3 and at.session_state["method"] == "layer"
+    assert _qp(at, "B") == "3" and _qp(at, "method") == "layer"
+    at.switch_page("pages/distributions.py").run()
     assert_clean(at)
     assert at.session_state["B"] == 3 and at.session_state["method"] == "layer"
+    assert at.sidebar.number_input(key="B").value == 3
     assert _qp(at, "B") == "3" and _qp(at, "method") == "layer"
 
 
 def test_layout_switch_and_custom_axes_in_the_sidebar() -> None:
     at = run_app(
+        "axes",
         query={
             "layout": "NCHW",
             "method": "custom",
@@ -101,7 +110,7 @@ def test_layout_switch_and_custom_axes_in_the_sidebar() -> None:
             "eps": "1e-05",
             "seed": "0",
             "data": "channels",
-        }
+        },
     )
     assert_clean(at)
     assert not at.warning
@@ -130,7 +139,7 @@ def test_a_page_run_on_its_own_is_rerouted_through_app_py() -> None:
 
 def test_method_specific_settings_survive_switching_methods() -> None:
     """groups/axes/centred widgets come and go with the method; their values stay."""
-    at = run_app(query={"method": "group", "groups": "4"})
+    at = run_app("distributions", query={"method": "group", "groups": "4"})
     at.sidebar.selectbox(key="method").set_value("layer").run()
     at.sidebar.number_input(key="B").set_value(2).run()
     at.sidebar.number_input(key="B").set_value(3).run()

@@ -72,13 +72,25 @@ def test_custom_axes_and_centred() -> None:
         ({"centred": "maybe", "method": "custom"}, "`centred=maybe`"),
         ({"B": "9" * 500}, "value too long"),
         ({"zzz": "1"}, "Ignored unknown parameter(s): `zzz`"),
-        ({"B": "3"}, "The link does not set `layout`"),
     ],
 )
 def test_bad_values_fall_back_with_a_named_warning(query, needle: str) -> None:
     s, warnings = ns.settings_from_query(query)
     assert any(needle in w for w in warnings), warnings
     assert isinstance(s, ns.Settings)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [{"B": "3"}, {"method": "group"}, {"layout": "NCHW", "N": "2"}, {"present": "1"}, {}],
+)
+def test_a_partial_link_takes_the_defaults_quietly(query) -> None:
+    """A link that sets a few values means "the defaults for the rest": no warning."""
+    s, warnings = ns.settings_from_query(query)
+    assert not warnings, warnings
+    assert s.layout == query.get("layout", "BTC")
+    values, warnings = ns.read(query, ns.SHARED.values())
+    assert not warnings and values["eps"] == 1e-5
 
 
 def test_page_params_are_not_unknown() -> None:

@@ -7,7 +7,7 @@ import streamlit as st
 
 from normviz import LAYOUTS, sources, text
 from normviz.axes import multiples
-from ui import runner, state
+from ui import runner, state, teach
 from ui.pages import available
 
 THUMB_GROUPS = 2  # GroupNorm's G in the thumbnails (divides both default C)
@@ -44,7 +44,10 @@ def render() -> None:
         "NCHW: N images × C channels × H × W (CNNs). "
         "C/G: the channels of one group, G: the groups."
     )
-    st.dataframe(text.contract_table(), width="stretch")
+    # a static table: its long cells wrap (a data grid cuts them off) and it grows with
+    # presenter mode's text; it scrolls inside its own box on a phone
+    with st.container(key="contract_table"):
+        st.table(text.contract_table())
     st.caption(
         "train ≠ eval holds for torch's default constructor flags: InstanceNorm with "
         "track_running_stats=True also switches to running statistics in evaluation (see "
@@ -59,6 +62,13 @@ def render() -> None:
         shape = tuple(lay.defaults[a] for a in lay.axes)
         words = multiples.alt_lines(layout, shape, THUMB_GROUPS)
         runner.chart(_thumbnails(layout, state.presenter()), f"thumbs_{layout}", words)
+    title = f"Teach with normviz: a {teach.TOTAL_MINUTES}-minute path"
+    with st.expander(title, icon=":material/school:"):
+        st.markdown(
+            "Each step opens its view in a new tab, in presenter mode (larger everything, "
+            "the sidebar folded away; it is in the link as `present=1`)."
+        )
+        st.markdown(teach.markdown())
     st.subheader("Where to go next")
     for info in available():
         st.page_link(str(info.file), label=f"**{info.title}**: {info.blurb}", icon=info.icon)

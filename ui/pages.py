@@ -1,4 +1,5 @@
-"""The page map: URL path, file, title, icon and section of every page."""
+"""The page map: URL path, file, title, icon and section of every page, and which of the
+shared sidebar settings each page uses (the sidebar draws only those)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The shared sidebar's controls, by name (ui.state.sidebar draws them in this order):
+# "layout"; "batch" the first axis (B or N); "sample" the others (T, C or C, H, W);
+# "method" (with G for a grouped method and the axes for custom); "groups" G whatever the
+# method; "eps"; "data"; "seed". Presenter mode is on every page's sidebar. A control a
+# page does not declare is not drawn there, but its value lives on (session and URL).
+CONTROLS = ("layout", "batch", "sample", "method", "groups", "eps", "data", "seed")
+HOME_CONTROLS: tuple[str, ...] = ()  # the home page's figures use the classroom shapes
 
 
 @dataclass(frozen=True)
@@ -16,6 +25,7 @@ class PageInfo:
     section: str
     blurb: str  # one line for the home page's map
     topic: str  # the normviz package that holds its compute, figures and words
+    controls: tuple[str, ...] = ()  # the shared settings the page uses (CONTROLS names)
 
     @property
     def file(self) -> Path:
@@ -30,6 +40,7 @@ PAGES: tuple[PageInfo, ...] = (
         "Learn",
         "shape a tensor and see which cells share one mean and variance",
         "normviz.axes",
+        CONTROLS,
     ),
     PageInfo(
         "distributions",
@@ -38,6 +49,7 @@ PAGES: tuple[PageInfo, ...] = (
         "Learn",
         "values before and after each method, on generated or uploaded data",
         "normviz.distributions",
+        CONTROLS,
     ),
     PageInfo(
         "batchnorm",
@@ -46,6 +58,7 @@ PAGES: tuple[PageInfo, ...] = (
         "Learn",
         "training vs evaluation, tiny batches, running statistics",
         "normviz.batchnorm",
+        ("layout", "sample", "groups", "eps", "data", "seed"),
     ),
     PageInfo(
         "residual",
@@ -62,6 +75,7 @@ PAGES: tuple[PageInfo, ...] = (
         "Learn",
         "why normalization helps: the papers' claims, checked live on real digits",
         "normviz.training",
+        ("seed",),
     ),
     PageInfo(
         "worked-example",
@@ -86,6 +100,7 @@ PAGES: tuple[PageInfo, ...] = (
         "Practice",
         "exercises graded by the app, and a live class for the teacher",
         "normviz.practice",
+        ("seed",),
     ),
 )
 
@@ -93,3 +108,8 @@ PAGES: tuple[PageInfo, ...] = (
 def available() -> list[PageInfo]:
     """Pages whose file exists (pages not built yet are not listed)."""
     return [p for p in PAGES if p.file.exists()]
+
+
+def controls(path: str) -> tuple[str, ...]:
+    """The shared sidebar controls of the page at URL path `path` ("" is the home page)."""
+    return next((p.controls for p in PAGES if p.path == path), HOME_CONTROLS)

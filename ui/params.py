@@ -107,25 +107,21 @@ def echo(name: str, raw: str) -> str:
 
 
 def read(
-    query: Mapping[str, str | list[str]], params: Iterable[Param], link: bool | None = None
+    query: Mapping[str, str | list[str]], params: Iterable[Param]
 ) -> tuple[dict[str, Value], list[str]]:
     """Values for `params` from a query string, each checked; warnings for what fell back.
 
-    Parameters absent from a link that set others are named in one warning
-    (`link` defaults to "the query string has any parameter"); a plain visit is quiet.
+    A parameter the query string does not set takes its default quietly (a link that
+    sets a few values means "the defaults for the rest"); an invalid value warns.
     """
-    if link is None:
-        link = bool(query)
     values: dict[str, Value] = {}
     warnings: list[str] = []
-    missing: list[str] = []
     for p in params:
         raw = query.get(p.name)
         if isinstance(raw, list):
             raw = raw[-1] if raw else None
         if raw is None:
             values[p.name] = p.default
-            missing.append(f"`{p.name}`")
             continue
         try:
             values[p.name] = parse(p, raw)
@@ -135,8 +131,6 @@ def read(
                 f"{echo(p.name, raw)} is not valid ({e}): using the default "
                 f"{fmt(p.default) or '(none)'}."
             )
-    if link and missing:
-        warnings.append(f"The link does not set {', '.join(missing)}: using the default.")
     return values, warnings
 
 
@@ -155,8 +149,11 @@ SHARED: dict[str, Param] = {
         Param("eps", 1e-5, choices=EPS_CHOICES),
         Param("seed", 0, lo=0, hi=2**31 - 1),
         Param("data", DEFAULT_GENERATOR, choices=tuple(GENERATORS)),
+        # a view setting, not a tensor one: presenter mode (larger everything, no sidebar)
+        Param("present", False, label="Presenter mode"),
     )
 }
+VIEW = ("present",)  # shared parameters that change how a page looks, not what it computes
 
 
 @dataclass(frozen=True)
@@ -223,15 +220,13 @@ def settings_from_query(
     `page_names` are the current page's own parameters (not reported as unknown).
     """
     page_names = set(page_names)
-    vals, warnings = read(
-        query, [SHARED[n] for n in ("layout", "method", "eps", "seed", "data")], link=False
-    )
+    vals, warnings = read(query, [SHARED[n] for n in ("layout", "method", "eps", "seed", "data")])
     layout, method = str(vals["layout"]), str(vals["method"])
     lay = LAYOUTS[layout]
     # sizes default to the layout's classroom shape; groups/centred are read even when
     # the method ignores them, so switching method later keeps the link's choice
     specs = [replace(SHARED[a], default=lay.defaults[a]) for a in lay.axes]
-    more_vals, more = read(query, [*specs, SHARED["groups"], SHARED["centred"]], link=False)
+    more_vals, more = read(query, [*specs, SHARED["groups"], SHARED["centred"]])
     vals |= more_vals
     warnings += more
     axes: tuple[str, ...] = ("C",)
@@ -248,13 +243,6 @@ def settings_from_query(
             warnings.append(
                 f"{echo('axes', raw_axes)} is not valid ({reason}): using the default C."
             )
-    # a link that sets some shared values but not all that this view needs
-    needed = ["layout", *lay.axes, "method", "eps", "seed", "data"]
-    needed += ["groups"] if METHODS[method].grouped else []
-    needed += ["axes", "centred"] if method == "custom" else []
-    missing = [f"`{k}`" for k in needed if k not in query]
-    if missing and any(k in SHARED for k in query):
-        warnings.append(f"The link does not set {', '.join(missing)}: using the default.")
     unknown = [k for k in query if k not in SHARED and k not in page_names]
     if unknown:
         names = ", ".join(md_code(k, limit=ECHO_LIMIT) for k in unknown[:5])

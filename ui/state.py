@@ -24,9 +24,16 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_r
 from normviz import LAYOUTS, METHODS, NormConfigError
 from normviz.data import GENERATORS, generate
 from ui import params as ns
+from ui.pages import controls
 from ui.route import ensure_entrypoint
 from ui.uploads import ByteLRU
 
+PRESENT = "present"  # presenter mode: the URL name and the widget key
+PRESENT_HELP = (
+    "Larger text, tables, formulas and figures for a projector, and the sidebar folded "
+    "away. A copied link keeps it (present=1)."
+)
+_KEPT = ("layout", "method", "groups", "axes", "centred", "eps", "seed", "data")
 _WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
 _SETTINGS = "_settings"
 
@@ -77,67 +84,104 @@ def _ensure(key: str, default: Any) -> None:
         st.session_state[key] = default
 
 
+def _seed_view() -> list[str]:
+    """Presenter mode from the link, on the session's first run; warnings for a bad value."""
+    vals, warnings = ns.read(_query(), [ns.SHARED[PRESENT]])
+    st.session_state[PRESENT] = vals[PRESENT]
+    return warnings
+
+
+def _keep_alive(keys: tuple[str, ...], defaults: dict[str, Any]) -> None:
+    """Store shared values again before their widgets: a widget that is not drawn in a run
+    (hidden on this page, or drawn only for some methods) loses its state after the run;
+    stored again, the value stays in the session and the URL, and the next page that shows
+    the widget finds it."""
+    for key in keys:
+        st.session_state[key] = st.session_state.get(key, defaults[key])
+
+
+def _tensor(sb: Any, shown: set[str]) -> str:
+    """Layout and sizes (those the page uses); the layout."""
+    layout = st.session_state["layout"]
+    if shown & {"layout", "batch", "sample"}:
+        sb.header("Tensor")
+    if "layout" in shown:
+        layout = sb.radio(
+            "Layout",
+            list(LAYOUTS),
+            key="layout",
+            horizontal=True,
+            help="BTC: B sequences × T tokens × C features. NCHW: N images × C channels × H × W.",
+        )
+    lay = LAYOUTS[layout]
+    _keep_alive(lay.axes, lay.defaults)  # after the layout radio: it may have just changed
+    sized = [a for i, a in enumerate(lay.axes) if ("sample", "batch")[i == 0] in shown]
+    for col, a in zip(sb.columns(len(sized)) if sized else (), sized, strict=True):
+        col.number_input(
+            a, min_value=1, max_value=ns.SIZE_LIMITS[a], step=1, key=a, help=f"{a}: {lay.names[a]}"
+        )
+    return layout
+
+
+def _method(sb: Any, shown: set[str], layout: str) -> str:
+    """Method, G, custom axes and ε (those the page uses); the method."""
+    method = st.session_state["method"]
+    if shown & {"method", "groups", "eps"}:
+        sb.header("Method")
+    if "method" in shown:
+        method = sb.selectbox(
+            "Normalization", list(METHODS), key="method", format_func=lambda k: METHODS[k].label
+        )
+    if "groups" in shown or ("method" in shown and METHODS[method].grouped):
+        sb.number_input("Groups G", min_value=1, max_value=4096, step=1, key="groups")
+    if "method" in shown and method == "custom":
+        axes = LAYOUTS[layout].axes
+        # the saved selection may name axes of the other layout
+        st.session_state["axes"] = [a for a in st.session_state.get("axes", []) if a in axes]
+        sb.pills("Reduce over", list(axes), selection_mode="multi", key="axes")
+        sb.toggle("Subtract the mean", key="centred", help="off: divide by the RMS only")
+    if "eps" in shown:
+        sb.select_slider(
+            "ε (added to σ²)",
+            options=list(ns.EPS_CHOICES),
+            key="eps",
+            format_func=lambda v: "0" if v == 0 else f"{v:.0e}",
+        )
+    return method
+
+
+def _input(sb: Any, shown: set[str]) -> None:
+    """Data generator and seed (those the page uses)."""
+    if shown & {"data", "seed"}:
+        sb.header("Input")
+    if "data" in shown:
+        sb.selectbox(
+            "Data",
+            list(GENERATORS),
+            key="data",
+            format_func=lambda k: GENERATORS[k].label,
+            help="; ".join(f"{g.label}: {g.description}" for g in GENERATORS.values()),
+        )
+    if "seed" in shown:
+        sb.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed")
+
+
 def sidebar(page: str) -> ns.Settings:
-    """Draw the shared settings in the sidebar; return them and write them to the URL."""
+    """Draw the shared settings this page uses (`ui.pages.controls`) in the sidebar, and
+    presenter mode; return every shared setting (drawn or not) for the URL."""
     init_from_url(page)
-    # Widgets drawn only for some methods (groups, custom axes) lose their state the
-    # run after they disappear; storing the values again each run keeps them, so a
-    # later switch back (and the Settings below) finds them.
-    for key in ("groups", "axes", "centred"):
-        st.session_state[key] = st.session_state.get(key, ns.SHARED[key].default)
+    view_warnings = _seed_view() if PRESENT not in st.session_state else []
+    shown, sb = set(controls(page)), st.sidebar
+    _keep_alive((*_KEPT, PRESENT), {k: ns.SHARED[k].default for k in (*_KEPT, PRESENT)})
     if isinstance(st.session_state["axes"], str):
         st.session_state["axes"] = [a for a in st.session_state["axes"].split(",") if a]
-    sb = st.sidebar
-    sb.header("Tensor")
-    layout = sb.radio(
-        "Layout",
-        list(LAYOUTS),
-        key="layout",
-        horizontal=True,
-        help="BTC: B sequences × T tokens × C features. NCHW: N images × C channels × H × W.",
-    )
+    layout = _tensor(sb, shown)
+    method = _method(sb, shown, layout)
+    _input(sb, shown)
+    if shown:
+        sb.divider()
+    sb.toggle("Presenter mode", key=PRESENT, help=PRESENT_HELP)
     lay = LAYOUTS[layout]
-    cols = sb.columns(len(lay.axes))
-    for col, a in zip(cols, lay.axes, strict=True):
-        _ensure(a, lay.defaults[a])
-        col.number_input(
-            a,
-            min_value=1,
-            max_value=ns.SIZE_LIMITS[a],
-            step=1,
-            key=a,
-            help=f"{a}: {lay.names[a]}",
-        )
-    sb.header("Method")
-    method = sb.selectbox(
-        "Normalization",
-        list(METHODS),
-        key="method",
-        format_func=lambda k: METHODS[k].label,
-    )
-    if METHODS[method].grouped:
-        sb.number_input("Groups G", min_value=1, max_value=4096, step=1, key="groups")
-    if method == "custom":
-        # the saved selection may name axes of the other layout
-        st.session_state["axes"] = [a for a in st.session_state.get("axes", []) if a in lay.axes]
-        sb.pills("Reduce over", list(lay.axes), selection_mode="multi", key="axes")
-        sb.toggle("Subtract the mean", key="centred", help="off: divide by the RMS only")
-    sb.select_slider(
-        "ε (added to σ²)",
-        options=list(ns.EPS_CHOICES),
-        key="eps",
-        format_func=lambda v: "0" if v == 0 else f"{v:.0e}",
-    )
-    sb.header("Input")
-    sb.selectbox(
-        "Data",
-        list(GENERATORS),
-        key="data",
-        format_func=lambda k: GENERATORS[k].label,
-        help="; ".join(f"{g.label}: {g.description}" for g in GENERATORS.values()),
-    )
-    sb.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed")
-    sb.toggle("Presenter mode (larger figure text)", key="presenter")
     s = ns.Settings(
         layout=layout,
         sizes={a: int(st.session_state[a]) for a in lay.axes},
@@ -150,7 +194,19 @@ def sidebar(page: str) -> ns.Settings:
         data=st.session_state["data"],
     )
     st.session_state[_SETTINGS] = s
+    st.session_state[_WARN] = st.session_state.get(_WARN, []) + [(w, s) for w in view_warnings]
     return s
+
+
+def link_presenter() -> bool:
+    """Presenter mode as this run will have it (before any widget: app.py asks it for the
+    page config): the session's value, or on a first visit the link's `present`."""
+    if PRESENT in st.session_state:
+        return bool(st.session_state[PRESENT])
+    try:
+        return bool(ns.parse(ns.SHARED[PRESENT], st.query_params.get(PRESENT, "0")))
+    except ValueError:
+        return False
 
 
 def write_url(page: str) -> None:
@@ -178,6 +234,8 @@ def write_url(page: str) -> None:
         "seed": str(s.seed),
         "data": s.data,
     }
+    if presenter():
+        want[PRESENT] = "1"
     current = _query()
     for p in ns.PAGE_PARAMS.get(page, ()):
         if p.name in st.session_state:
@@ -220,7 +278,8 @@ def settings() -> ns.Settings:
 
 
 def presenter() -> bool:
-    return bool(st.session_state.get("presenter", False))
+    """Is presenter mode on (larger everything; `present=1` in the URL)?"""
+    return bool(st.session_state.get(PRESENT, False))
 
 
 def require(s: ns.Settings, method: str | None = None) -> bool:
@@ -261,9 +320,10 @@ def page_params(page: str) -> dict[str, Any]:
     params = ns.PAGE_PARAMS.get(page, ())
     missing = [p for p in params if p.name not in st.session_state]
     if missing:
-        # a direct link carries them; after a page switch the URL has none (defaults, quietly)
+        # a direct link carries them; a link that leaves some out, or a page switch (the URL
+        # has none), gives the defaults quietly
         query = _query()
-        vals, warnings = ns.read(query, missing, link=any(p.name in query for p in params))
+        vals, warnings = ns.read(query, missing)
         for k, v in vals.items():
             st.session_state[k] = v
         for w in warnings:

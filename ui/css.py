@@ -1,0 +1,75 @@
+"""The app's own CSS: a little everywhere (spacing, formulas, pill rows), more in
+presenter mode (everything larger). Fixed strings only: no user text ever goes in here.
+
+Streamlit sizes its text, widgets and formulas in rem, so presenter mode scales them all
+by raising the root font size; figures scale themselves (`normviz.style.PRESENTER_SCALE`),
+and tables drawn on a canvas (st.dataframe) are zoomed.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+PRESENTER_TEXT = 1.25  # presenter mode's root font size, as a multiple of Streamlit's 16 px
+
+BASE = """
+/* less empty space above every page's title (Streamlit's default is 6rem) */
+[data-testid="stMainBlockContainer"] { padding-top: 3.25rem; }
+/* a formula wider than its column scrolls inside its own box, never past the column */
+[data-testid="stMarkdownContainer"] .katex-display {
+  overflow-x: auto; overflow-y: hidden; padding: 0.15em 0;
+}
+/* a formula in a column (the worked example's statistics, the residual cards) shrinks
+   with its column, down to 0.8 of the text size, so its result stays in view */
+[data-testid="stColumn"] { container-type: inline-size; }
+[data-testid="stColumn"] .katex-display > .katex { font-size: clamp(0.8em, 3.4cqi, 1.21em); }
+/* pill rows wrap onto more lines instead of scrolling sideways out of sight, and a long
+   pill wraps its own words */
+[data-testid="stButtonGroup"] > div { flex-wrap: wrap; overflow-x: visible; }
+[data-testid="stButtonGroup"] button { height: auto; max-width: 100%; }
+[data-testid="stButtonGroup"] button p { white-space: normal; text-align: left; }
+/* page links (Home's map) wrap instead of running off a phone's screen */
+[data-testid="stPageLink"] a, [data-testid="stPageLink"] span,
+[data-testid="stPageLink"] p { white-space: normal; }
+/* on a phone a chart keeps a readable width and pans sideways inside its own box */
+@media (max-width: 640px) {
+  [data-testid="stElementContainer"]:has(> [data-testid="stPlotlyChart"]) { overflow-x: auto; }
+  [data-testid="stFullScreenFrame"]:has(> [data-testid="stPlotlyChart"]) { min-width: 620px; }
+}
+/* static tables (st.table) wrap long cells, even a long identifier, to fit their column;
+   on a phone a wide table keeps readable columns and pans sideways in its own box */
+[data-testid="stTable"] :is(th, td), [data-testid="stTable"] :is(th, td) * {
+  white-space: normal !important;
+}
+[data-testid="stTable"] td, [data-testid="stTable"] td * { overflow-wrap: anywhere !important; }
+@media (max-width: 640px) {
+  [data-testid="stTable"] { overflow-x: auto; }
+  [data-testid="stTable"] table { min-width: 600px; }
+}
+/* tab bars wrap onto more lines instead of hiding tabs off to the side; the open tab is
+   underlined by its own border (the sliding highlight assumes one line) */
+[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; overflow-x: visible; row-gap: 0.25rem; }
+[data-testid="stTabs"] [data-baseweb="tab-highlight"] { display: none; }
+[data-testid="stTabs"] [role="tab"][aria-selected="true"] {
+  box-shadow: inset 0 -3px 0 0 currentColor;
+}
+"""
+
+PRESENTER = f"""
+html {{ font-size: {16 * PRESENTER_TEXT:g}px !important; }}
+[data-testid="stMainBlockContainer"] {{ padding-top: 2.25rem; padding-bottom: 2rem; }}
+/* the top bar (sidebar button, menu) floats over the page instead of pushing it down */
+[data-testid="stHeader"] {{ background: transparent; pointer-events: none; }}
+[data-testid="stHeader"] button, [data-testid="stHeader"] a,
+[data-testid="stHeader"] [data-testid="stToolbar"] {{ pointer-events: auto; }}
+[data-testid="stMainBlockContainer"] h1 {{ padding-top: 0.25rem; }}
+/* canvas tables do not follow the root font size: zoom them, inside their column */
+[data-testid="stDataFrame"], [data-testid="stDataFrameResizable"] {{
+  zoom: {PRESENTER_TEXT:g}; max-width: calc(100% / {PRESENTER_TEXT:g});
+}}
+"""
+
+
+def inject(presenter: bool) -> None:
+    """Add this run's CSS (style-only st.html takes no space on the page)."""
+    st.html(f"<style>{BASE}{PRESENTER if presenter else ''}</style>")
