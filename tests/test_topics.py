@@ -77,6 +77,7 @@ TOPICS: dict[str, tuple[str, str]] = {
     # why normalization helps training
     "higher learning rates (Ioffe & Szegedy 2015)": ("training", "lr"),
     "GroupNorm vs BatchNorm against batch size (Wu & He 2018)": ("training", "batch"),
+    "internal covariate shift, and the debate about it": ("training", "smooth"),
     "a smoother loss landscape, more predictive gradients (Santurkar et al. 2018)": (
         "training",
         "smooth",
@@ -121,3 +122,10 @@ def test_every_topic_has_a_section(topic: str) -> None:
 
 def test_every_page_teaches_something_listed() -> None:
     assert {page for page, _ in TOPICS.values()} == set(SLUGS)
+
+
+def test_the_smoothness_section_names_the_debate() -> None:
+    from normviz.training import smooth
+
+    assert "internal covariate shift" in smooth.INTRO
+    assert "Santurkar" in smooth.INTRO and "Ioffe" in smooth.INTRO

@@ -31,6 +31,13 @@ def render() -> None:
         "pick the scale it actually wants with two learned vectors, γ and β. Training gets "
         "steadier, tolerates larger learning rates and cares less about initialization."
     )
+    st.markdown(
+        f"That drift is what {sources.cite('ioffe2015')} called *internal covariate shift*. "
+        "Whether removing it is why normalization works is debated: "
+        f"{sources.cite('santurkar2018')} found BatchNorm helps even when the drift is put "
+        "back, and point to a smoother loss landscape instead (the Training lab measures "
+        "it live)."
+    )
     st.latex(text.FORMULA)
     st.markdown(text.formula_note())
     st.markdown(

@@ -23,6 +23,7 @@ from plotly.subplots import make_subplots
 
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
+from normviz.sources import cite
 from normviz.training import common
 from normviz.training.common import SEEDS, Setup
 from normviz.training.models import NORM_LABELS, Net
@@ -40,6 +41,13 @@ CLAIM = (
 )
 
 INTRO = (
+    f"Why does normalization help? {cite('ioffe2015')} argued that it removes **internal "
+    "covariate shift**: each layer's inputs drifting in scale and centre while the layers "
+    f"before it learn. {cite('santurkar2018')} put that to the test: BatchNorm kept its "
+    "benefit even when they injected noise after it that brought the drift back, and its "
+    "layers did not reliably shrink the drift. Their account is a smoother loss landscape: "
+    "the loss and its gradient change less along a step, so larger steps are safe. "
+    "This experiment measures that smoothness on real digits.\n\n"
     "Both networks (three hidden layers of 64, with and without BatchNorm) train with SGD at "
     "the same learning rate. At each checkpoint every network steps along its own gradient "
     "by ½, 1, 2 and 4 learning rates; left: the range of the loss values it meets, right: how "
