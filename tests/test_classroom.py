@@ -118,8 +118,8 @@ async def _done(p) -> None:
             return
         if not await p.evaluate(f"() => !!({LEGACY_JS})()"):
             continue  # a rerun began between the two checks: wait for it to finish
-        try:  # a rerun through app.py may be on its way
-            await p.wait_for_function(DONE_JS, timeout=15_000, polling=100)
+        try:  # the rerun through app.py is on its way (slow when a class arrives at once)
+            await p.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
             return
         except Exception:
             nav = await p.locator("[data-testid=stSidebarNavLink]").all_inner_texts()

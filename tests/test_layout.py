@@ -30,11 +30,10 @@ SCREENS = (
 #   laptop and projector widths formulas must fit whole), and a chart's box: ui/css.py
 #   lays a chart out at least 620 px wide there (legible, titles apart) and pans it,
 #   and a static table of many columns likewise (st.table: 600 px, it pans).
-EXEMPT = [
-    "[data-testid=stDataFrame]",
-    "[data-testid=stCode]",
-    "pre",
-    "[data-testid=stPlotlyChart]",
+EXEMPT = [  # the insides only: the table, code block or chart itself must fit
+    "[data-testid=stDataFrame] *",
+    "[data-testid=stCode] *",
+    "[data-testid=stPlotlyChart] *",
 ]
 PHONE_EXEMPT = [
     ".katex-display",

@@ -15,13 +15,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 from benchmarks.common import page_ids, serve, url_path
 from benchmarks.load import Session, ws_session
+from ui.pages import controls
 
 LINKS = 12
 ROUNDS = 3
 
 
 async def _class(url: str, round_: int) -> list[Session]:
-    pages = [p for p in page_ids() if url_path(p)]  # deep links only
+    # deep links to the pages whose sidebar has the seed the client clicks
+    pages = [p for p in page_ids() if url_path(p) and "seed" in controls(url_path(p))]
     sessions = [Session(i, pages[(i + round_) % len(pages)]) for i in range(LINKS)]
     await asyncio.gather(*(ws_session(url, s, 100 + round_, rounds=1) for s in sessions))
     return sessions
