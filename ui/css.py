@@ -28,6 +28,8 @@ BASE = """
 [data-testid="stButtonGroup"] > div { flex-wrap: wrap; overflow-x: visible; }
 [data-testid="stButtonGroup"] button { height: auto; max-width: 100%; }
 [data-testid="stButtonGroup"] button p { white-space: normal; text-align: left; }
+/* pill labels at full contrast (Streamlit fades unselected ones below WCAG AA) */
+[data-testid="stButtonGroup"] button:not(:disabled) p { color: #111111; }
 /* page links (Home's map) wrap instead of running off a phone's screen */
 [data-testid="stPageLink"] a, [data-testid="stPageLink"] span,
 [data-testid="stPageLink"] p { white-space: normal; }
