@@ -19,8 +19,11 @@ traces it (the /choose audit does).
 
 from __future__ import annotations
 
+import copy
 import functools
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -152,6 +155,18 @@ BN_LAYERS: tuple[str, ...] = tuple(
 DEFAULT_LAYER = "_blocks.15._bn2"  # the last block's output BN: (N, 320, 7, 7)
 
 
+def stored_stats(layer: str) -> tuple[np.ndarray, np.ndarray]:
+    """The layer's stored running mean and variance (float64 copies)."""
+    bn = bn_module(model(), layer)
+    assert bn.running_mean is not None and bn.running_var is not None
+    return bn.running_mean.double().numpy(), bn.running_var.double().numpy()
+
+
+def denominator(var: np.ndarray) -> np.ndarray:
+    """BatchNorm's σ: √(variance + ε), ε = 1e-3 (some stored variances are exactly 0)."""
+    return np.sqrt(np.asarray(var) + BN_EPS)
+
+
 def check_layer(layer: str) -> None:
     """Raises NormConfigError unless `layer` names one of the BatchNorm layers."""
     if layer not in BN_LAYERS:
@@ -185,12 +200,40 @@ def bn_module(net: nn.Module, layer: str) -> nn.BatchNorm2d:
 def forward_with_inputs(
     net: nn.Module, x: torch.Tensor, layers: Sequence[str]
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """(logits, {layer: the tensor entering it}) in one forward pass (no grad)."""
-    seen: dict[str, torch.Tensor] = {}
+    """(logits, {layer: the tensor entering it}) in one forward pass (no grad).
 
-    def hook(name: str):  # type: ignore[no-untyped-def]
+    The shared model serves every session at once: a hook records only the forward
+    pass of the thread that registered it (torch calls module hooks on the calling
+    thread), so concurrent passes never see each other's tensors.
+    """
+    return _forward(net, x, layers, lambda t: t.detach().clone())
+
+
+def forward_with_stats(
+    net: nn.Module, x: torch.Tensor, layers: Sequence[str] = BN_LAYERS
+) -> tuple[torch.Tensor, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """(logits, {layer: (mean, biased variance) per channel of its input}).
+
+    Computed in float32 (as BatchNorm itself does), returned as float64.
+
+    Only the per-channel statistics are kept, not the tensors (all 49 layers are cheap).
+    """
+
+    def stats(t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+        var, mean = torch.var_mean(t.detach(), dim=(0, 2, 3), correction=0)
+        return mean.double().numpy(), var.double().numpy()
+
+    return _forward(net, x, layers, stats)
+
+
+def _forward(net: nn.Module, x: torch.Tensor, layers: Sequence[str], keep: Any) -> Any:
+    seen: dict[str, Any] = {}
+    me = threading.get_ident()
+
+    def hook(name: str) -> Any:
         def record(mod: nn.Module, args: tuple[torch.Tensor, ...]) -> None:
-            seen[name] = args[0].detach().clone()
+            if threading.get_ident() == me:
+                seen[name] = keep(args[0])
 
         return record
 
@@ -228,6 +271,63 @@ def predict(images: np.ndarray) -> np.ndarray:
     """Logits (N, 1000) of `images`, evaluation mode; argmax is the ImageNet class index."""
     with torch.no_grad():
         return model()(preprocess(images)).numpy()
+
+
+# ---- copies: training mode and re-estimated statistics (the shared model never changes) --
+
+
+def batchnorms(net: nn.Module) -> list[nn.BatchNorm2d]:
+    return [m for m in net.modules() if isinstance(m, nn.BatchNorm2d)]
+
+
+def bn_training_copy() -> nn.Module:
+    """A copy whose BatchNorm layers are in training mode (batch statistics); dropout
+    and everything else stay in evaluation mode."""
+    net = copy.deepcopy(model())
+    for m in batchnorms(net):
+        m.train()
+    return net
+
+
+def reestimate(x: torch.Tensor) -> nn.Module:
+    """A copy with every BatchNorm's running statistics re-estimated on the batch `x`.
+
+    Reset, momentum=None (torch's cumulative average: after one batch, its mean and
+    unbiased variance), one forward pass in training mode, then evaluation mode.
+    """
+    net = bn_training_copy()
+    for m in batchnorms(net):
+        m.reset_running_stats()
+        m.momentum = None
+    with torch.no_grad():
+        net(x)
+    return net.eval()
+
+
+def blend(reestimated: nn.Module, prior: float, n: int) -> nn.Module:
+    """Schneider et al. 2020: stored and re-estimated statistics mixed with weights
+    N/(N+n) and n/(N+n), N = `prior` (a pseudo-count for the stored statistics), n the
+    number of images the new ones came from. A copy; N = 0 gives `reestimated` back."""
+    w = float(prior) / (float(prior) + n)
+    net = copy.deepcopy(reestimated)
+    for new, old in zip(batchnorms(net), batchnorms(model()), strict=True):
+        assert new.running_mean is not None and new.running_var is not None
+        new.running_mean.mul_(1 - w).add_(w * old.running_mean)
+        new.running_var.mul_(1 - w).add_(w * old.running_var)
+    return net.eval()
+
+
+# the few ImageNet classes checked by hand (index: name); the others show their index
+CLASS_NAMES: dict[int, str] = {
+    698: "palace", 442: "bell cote", 975: "lakeside", 663: "monastery", 483: "castle",
+    985: "daisy", 947: "mushroom", 996: "hen-of-the-woods", 309: "bee", 738: "pot",
+}  # fmt: skip
+
+
+def class_name(index: int) -> str:
+    """A class as shown: index and name for the classes checked by hand, else the index."""
+    i = int(index)
+    return f"{i} ({CLASS_NAMES[i]})" if i in CLASS_NAMES else str(i)
 
 
 def top_k(logits: np.ndarray, k: int = 5) -> np.ndarray:

@@ -17,7 +17,7 @@ import io
 import warnings
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageFilter, UnidentifiedImageError
 
 from normviz.errors import NormConfigError
 
@@ -127,3 +127,58 @@ def _to_rgb(im: Image.Image) -> Image.Image:
         white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(white, rgba).convert("RGB")
     return im.convert("RGB")
+
+
+# ---- a batch of eight views, and shifts that make BatchNorm's stored statistics stale ----
+
+SHIFTS: tuple[str, ...] = ("none", "brightness", "contrast", "blur", "noise")
+SHIFT_TEXT: dict[str, str] = {  # what strength s ∈ [0, 1] does
+    "none": "the clean images",
+    "brightness": "every pixel + 128·s grey levels (clipped at 255)",
+    "contrast": "each image's pixels pulled toward its mean, contrast × (1 − 0.9·s)",
+    "blur": "a Gaussian blur of radius 4·s pixels",
+    "noise": "Gaussian noise of σ = 80·s grey levels per pixel (seeded)",
+}
+
+
+def views(photos: np.ndarray) -> np.ndarray:
+    """(N, 224, 224, 3) → (4N, …): the photos, mirrored, a 75 % centre zoom, zoom mirrored."""
+    p = np.asarray(photos)
+    flip = p[:, :, ::-1]
+
+    def zoom(a: np.ndarray) -> np.ndarray:
+        c = SIDE // 8  # crop 28 px each side, scale back to 224
+        return np.stack(
+            [
+                np.asarray(
+                    Image.fromarray(np.ascontiguousarray(i[c:-c, c:-c])).resize(
+                        (SIDE, SIDE), Image.Resampling.BILINEAR
+                    )
+                )
+                for i in a
+            ]
+        )
+
+    return np.ascontiguousarray(np.concatenate([p, flip, zoom(p), zoom(flip)]))
+
+
+def shifted(images: np.ndarray, kind: str, strength: float, seed: int = 0) -> np.ndarray:
+    """`images` (N, H, W, 3) uint8 under one shift of strength s ∈ [0, 1] (see SHIFT_TEXT)."""
+    if kind not in SHIFTS:
+        raise NormConfigError(f"unknown shift {kind!r}: choose one of {', '.join(SHIFTS)}")
+    s = float(strength)
+    if not 0.0 <= s <= 1.0:
+        raise NormConfigError(f"the shift's strength must be between 0 and 1, got {strength}")
+    a = np.asarray(images)
+    x = a.astype(np.float32)
+    if kind == "brightness":
+        x = x + 128.0 * s
+    elif kind == "contrast":
+        m = x.mean(axis=(1, 2, 3), keepdims=True)
+        x = m + (1.0 - 0.9 * s) * (x - m)
+    elif kind == "blur":
+        blur = ImageFilter.GaussianBlur(4.0 * s)
+        return np.stack([np.asarray(Image.fromarray(i).filter(blur)) for i in a])
+    elif kind == "noise":
+        x = x + np.random.default_rng(seed).normal(0.0, 80.0 * s, x.shape).astype(np.float32)
+    return np.clip(np.round(x), 0, 255).astype(np.uint8)
