@@ -249,3 +249,33 @@ def test_a_huge_byte_count_is_refused_before_decoding() -> None:
         decode_upload(data)
     with pytest.raises(NormConfigError, match="bytes"):
         decode_upload("not bytes")  # type: ignore[arg-type]
+
+
+# ---- /choose: the audit engine on the real network ---------------------------------------
+
+
+def test_the_choose_audit_of_efficientnet_lite0() -> None:
+    from normviz.choose.findings import BRANCH
+    from normviz.choose.zoo import ZOO, audit_zoo_model
+
+    assert "efficientnet_lite0" in ZOO
+    report = audit_zoo_model("efficientnet_lite0")
+    assert report.traced  # torch.fx traces the architecture
+    assert len(report.findings) == 49
+    assert {f.module_type for f in report.findings} == {"BatchNorm2d"}
+    for f in report.findings:  # running statistics, saved in the state dict
+        assert f.running_buffers == ("running_mean", "running_var", "num_batches_tracked")
+        assert f.buffers_in_state_dict and f.has_gamma and f.has_beta
+        assert f.fed_by is not None and not f.fed_by_bias and not f.needless_bias
+    # the checkpoint agrees: no conv keeps a bias (only the classifier has one)
+    state = torch.load(ef.weights_path(), weights_only=True, map_location="cpu")
+    assert [k for k in state if k.endswith(".bias") and "_bn" not in k] == ["_fc.bias"]
+    assert report.needless_biases == ()
+    # 9 blocks keep their input's shape and add the skip; each one's three BNs sit inside it
+    assert report.residual_adds == 9
+    assert sum(f.placement == BRANCH for f in report.findings) == 27
+    # weight decay: the 50 weight matrices (49 convs and the classifier) decay; γ, β and
+    # the classifier's bias do not
+    g = report.param_groups
+    assert len(g.decay) == 50 and len(g.no_decay) == 99
+    assert "_fc.bias" in g.no_decay and "_bn1.weight" in g.no_decay
