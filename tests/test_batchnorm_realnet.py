@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import assert_clean, run_app, texts
+from conftest import assert_clean, assert_no_exception, run_app, texts, wait_done
 from torch import nn
 
 from normviz import batchnorm as bn
@@ -210,3 +210,23 @@ def test_the_page_shows_the_real_network() -> None:
     charts = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
     assert len(charts) == 2
     assert charts[0]["layout"]["title"]["text"].startswith("Layer 49: _bn1")
+
+
+@pytest.mark.browser
+def test_the_real_network_in_browser(page, server) -> None:
+    slow = 300_000  # ms: a busy two-core machine, a first visit loads torch and the model
+    page.goto(f"{server}/batchnorm?sim=realnet&bn_shift=brightness&bn_strength=0.4")
+    wait_done(page, timeout=slow)
+    page.get_by_text("Shifted images (brightness 0.4)").first.wait_for(timeout=slow)
+    assert_no_exception(page)
+    assert page.locator(".js-plotly-plot").count() == 2  # the section and its shift part
+    body = page.inner_text("body")
+    assert "EfficientNet-Lite0" in body and "keep their clean top-1 class" in body
+    # the layer slider moves with the keyboard, and the URL follows
+    slider = page.get_by_role("slider", name="BatchNorm layer (1 = first)")
+    slider.focus()
+    slider.press("ArrowRight")
+    page.wait_for_url("**bn_layer=49**", timeout=slow)
+    wait_done(page, timeout=slow)
+    page.locator("svg text", has_text="Layer 49: _bn1").first.wait_for(timeout=slow)
+    assert_no_exception(page)

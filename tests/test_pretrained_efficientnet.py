@@ -256,9 +256,9 @@ def test_a_huge_byte_count_is_refused_before_decoding() -> None:
 
 def test_the_choose_audit_of_efficientnet_lite0() -> None:
     from normviz.choose.findings import BRANCH
-    from normviz.choose.zoo import ZOO, audit_zoo_model
+    from normviz.choose.zoo import PRETRAINED, ZOO, audit_zoo_model
 
-    assert "efficientnet_lite0" in ZOO
+    assert "efficientnet_lite0" in ZOO and "efficientnet_lite0" in PRETRAINED
     report = audit_zoo_model("efficientnet_lite0")
     assert report.traced  # torch.fx traces the architecture
     assert len(report.findings) == 49

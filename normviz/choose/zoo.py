@@ -255,6 +255,7 @@ ZOO["efficientnet_lite0"] = ZooModel(
     _efficientnet_lite0,
     (1, 3, 224, 224),
 )
+PRETRAINED: tuple[str, ...] = ("efficientnet_lite0",)  # ZOO keys of the pretrained models
 
 
 def audit_zoo_model(key: str, seed: int = 0) -> AuditReport:
