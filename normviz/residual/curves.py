@@ -89,5 +89,6 @@ def finish_panels(fig: go.Figure, title: str, presenter: bool, height: int) -> g
         hovermode="closest",
     )
     style.apply(fig, presenter, height=height)
-    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
-    return fig
+    # room above the panels for the title and the panel titles (two lines at most)
+    panel = max((style.lines(a.text) for a in fig.layout.annotations), default=0)
+    return style.top_room(fig, presenter, below=panel)
