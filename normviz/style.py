@@ -105,10 +105,13 @@ def top_room(fig: go.Figure, presenter: bool = False, below: int = 0) -> go.Figu
     more lines of figure text under it (panel titles, a note); call after `apply`."""
     size = font_size(presenter)
     title = fig.layout.title.text
-    top = round(1.3 * (lines(title) * size * 1.15 + below * size)) + 16
+    n, title_px = lines(title), size * 1.15
+    top = round(1.3 * (n * title_px + below * size)) + 20
     fig.update_layout(margin={"t": top})
     if title:
-        fig.update_layout(title={"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": 6}})
+        # plotly anchors a title's "top" at its first line: pad the other lines down
+        pad = 6 + round(title_px * (n - 1))
+        fig.update_layout(title={"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": pad}})
     return fig
 
 
