@@ -194,7 +194,7 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         rows=1,
         cols=len(PANELS),
         subplot_titles=[title for _, title in PANELS],
-        horizontal_spacing=0.07,
+        horizontal_spacing=0.1,  # each panel's own y tick labels sit in the gap
     )
     L = profile.depth
     xs = list(range(L + 1))
