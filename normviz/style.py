@@ -24,6 +24,18 @@ METHOD_COLOURS: dict[str, str] = {
     "rms": PALETTE[5],
     "custom": PALETTE[4],
 }
+# a marker symbol per method, so a chart's methods differ in shape as well as colour
+METHOD_SYMBOLS: dict[str, str] = {
+    "none": "circle",
+    "batch": "square",
+    "layer": "diamond",
+    "instance": "triangle-up",
+    "group": "triangle-down",
+    "rms": "x",
+    "custom": "cross",
+}
+# fill patterns for bars side by side (the first is plain)
+PATTERNS: tuple[str, ...] = ("", "/", ".", "x", "\\", "+", "-", "|")
 HIGHLIGHT = "#D55E00"  # the selected statistic group
 SELECTED = "#000000"  # the selected cell
 MUTED = "#D9D9D9"  # cells outside the selection
@@ -80,6 +92,26 @@ def apply(fig: go.Figure, presenter: bool = False, height: int | None = None) ->
     )
     if height is not None:
         fig.update_layout(height=height)
+    return fig
+
+
+def lines(text: object) -> int:
+    """How many lines a figure text takes (its `<br>` breaks)."""
+    return str(text or "").count("<br>") + 1 if text else 0
+
+
+def top_room(fig: go.Figure, presenter: bool = False, below: int = 0) -> go.Figure:
+    """Pin the title to the top and make the top margin hold all its lines, and `below`
+    more lines of figure text under it (panel titles, a note); call after `apply`."""
+    size = font_size(presenter)
+    title = fig.layout.title.text
+    n, title_px = lines(title), size * 1.15
+    top = round(1.3 * (n * title_px + below * size)) + 20
+    fig.update_layout(margin={"t": top})
+    if title:
+        # plotly anchors a title's "top" at its first line: pad the other lines down
+        pad = 6 + round(title_px * (n - 1))
+        fig.update_layout(title={"y": 1, "yref": "container", "yanchor": "top", "pad": {"t": pad}})
     return fig
 
 

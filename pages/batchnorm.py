@@ -91,12 +91,11 @@ def _knob(k: Knob, box: Any) -> Any:
     return _widget(box.slider, k.name, **({"step": 0.1} if isinstance(k.default, float) else {}))
 
 
-def _channel(C: int, key: str) -> int:
-    """Which channel a plot follows (not part of the URL: it only changes the view)."""
-    if st.session_state.get(key, 0) >= C:
-        st.session_state[key] = 0
-    col, _ = st.columns([1, 4])
-    return int(col.number_input("Channel to plot", min_value=0, max_value=C - 1, step=1, key=key))
+def _channel(C: int, k: Knob) -> int:
+    """Which channel a plot follows (in the URL; one past the sidebar's C: channel 0)."""
+    if int(st.session_state[k.name]) >= C:
+        st.session_state[k.name] = 0
+    return int(_widget(st.columns([1, 4])[0].number_input, k.name, max_value=C - 1, step=1))
 
 
 def _step(k: Knob, steps: int) -> int:

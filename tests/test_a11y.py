@@ -29,11 +29,6 @@ STREAMLIT_OWN: dict[tuple[str, str], str] = {
     ("listitem", "[data-testid=stSidebarNavItems]"): (
         "the same nav: each section's <li> items sit in a <div> inside the <ul>"
     ),
-    ("scrollable-region-focusable", ".katex-display"): (
-        "display maths ($$…$$ in st.markdown) that is wider than its column scrolls "
-        "sideways in KaTeX's own <span>, which Streamlit gives no tabindex; the fix is a "
-        "formula that fits (issue 14's overflow work), not markup the app can reach"
-    ),
 }
 
 

@@ -44,7 +44,7 @@ def test_the_axes_sentences_come_from_the_result() -> None:
 def test_a_figure_is_described_from_its_data() -> None:
     con = contract("layer", "BTC", (8, 16, 32))
     lines = alttext.describe(block.make_block_figure(con, cell=(3, 3, 3)))
-    assert lines[0] == "Chart: LayerNorm: the 32 values behind one μ and σ²."
+    assert lines[0] == "Chart: LayerNorm: one μ and σ² from 32 values."
     assert any("3,968 of 4,096 cells" in line for line in lines)
     plain = Section("s", "S", "", run=lambda *_: None)  # no alt: the figure speaks
     fig = flat.make_flat_figure(

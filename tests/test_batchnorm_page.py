@@ -110,6 +110,8 @@ def test_every_section(sim: str) -> None:
         ("steps", "-3"),
         ("bn_step", "-1"),
         ("bn_step", "5000"),
+        ("channel", "-1"),
+        ("channel", "1.5"),
         ("bn_seeds", "9"),
         ("shift", "inf"),
         ("scale", "0"),
@@ -192,9 +194,26 @@ def test_controls_rerun_and_write_the_url() -> None:
     assert_clean(at)
     assert _query(at, "batch_size") == "2" and _query(at, "steps") == "30"
     assert "num_batches_tracked = 30" in texts(at)
-    at.number_input(key="bn_channel").set_value(7).run()
+    at.number_input(key="channel").set_value(7).run()
     assert_clean(at)
     assert _charts(at)[0]["layout"]["annotations"][0]["text"] == "Mean of channel 7"
+    assert _query(at, "channel") == "7"
+
+
+def test_a_link_sets_the_channel_to_plot() -> None:
+    at = run_app("batchnorm", {"channel": "5"})
+    assert_clean(at)
+    assert not at.warning
+    assert at.number_input(key="channel").value == 5
+    assert _charts(at)[0]["layout"]["annotations"][0]["text"] == "Mean of channel 5"
+    assert "channel 5" in texts(at)
+    order = run_app("batchnorm", {"channel": "3", "sim": "order"})  # the other channel view
+    assert all("channel 3" in a["text"] for a in _charts(order)[0]["layout"]["annotations"])
+    # past the sidebar's C (8 here) the page follows channel 0, and the link says so
+    past = run_app("batchnorm", {"channel": "12"})
+    assert_clean(past)
+    assert _charts(past)[0]["layout"]["annotations"][0]["text"] == "Mean of channel 0"
+    assert _query(past, "channel") == "0"
 
 
 def test_section_widgets() -> None:

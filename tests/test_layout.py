@@ -157,15 +157,9 @@ def test_no_page_overflows(browser, server, screen, width, height, presenter) ->
     assert not problems, f"{screen} {width}×{height}: " + "\n".join(
         f"/{page}: " + "; ".join(found) for page, found in problems.items()
     )
-    if charts:
-        # Known and open (issue 14): some figure titles, axis titles and legend entries of
-        # /axes, /residual and /worked-example are wider than their chart at narrow widths.
-        # Reported as an expected failure with the list, until those figures are fixed;
-        # everything else on the page is held to the strict check above.
-        pytest.xfail(
-            f"{screen} {width}×{height}, chart text outside its chart: "
-            + "\n".join(f"/{page}: " + "; ".join(t) for page, t in charts.items())
-        )
+    assert not charts, f"{screen} {width}×{height}, chart text outside its chart: " + "\n".join(
+        f"/{page}: " + "; ".join(t) for page, t in charts.items()
+    )
 
 
 def test_a_presenter_link_opens_in_presenter_mode(browser, server) -> None:

@@ -138,6 +138,41 @@ def test_naming_covers_every_answer() -> None:
     assert seen == {*normviz.STANDARD_METHODS, "none"}
 
 
+@FAST
+@given(SEEDS)
+def test_naming_grid_says_every_cells_group_in_words(seed: int) -> None:
+    """The text alternative carries the whole pattern: the group of every cell, row by
+    row, the same numbers the cells show; two cells share a number exactly when they
+    share a statistic (group_ids)."""
+    ex = naming.make(seed)
+    words = practice.grid_alt(ex)
+    assert "coloured and numbered by its statistic group" in words[1]
+    rows = [w.split(": ", 1)[1].split(", ") for w in words if w.startswith("row ")]
+    numbers = [int(n) for row in rows for n in row]
+    assert [str(n) for n in numbers] == list(practice.make_grid_figure(ex).data[0].text)
+    ids = ex.case.ids().reshape(-1)
+    assert len(numbers) == ids.size
+    for i, j in itertools.combinations(range(ids.size), 2):
+        assert (numbers[i] == numbers[j]) == (ids[i] == ids[j])
+
+
+def test_cells_grid_names_marked_picked_missed_and_extra_cells() -> None:
+    ex = cells.make(4)
+    names = common.cell_names(ex.case)
+    picked = (0, 1)
+    verdict = grade(ex, "0,1")
+    words = " ".join(practice.grid_alt(ex, picked, verdict))
+    assert (
+        f"The marked cell (black square outline): {common.cell_name(ex.case.layout, ex.marked)}"
+        in words
+    )
+    assert f"Picked (sky blue, outlined), 2: {names[0]}; {names[1]}." in words
+    for what, idx in (("Missed", verdict.missed), ("Extra", verdict.extra)):
+        if idx:
+            assert f"{what}: " in words and all(names[i] in words for i in idx)
+    assert verdict.missed or verdict.extra  # the test grades a wrong answer
+
+
 # ---- 3: count ------------------------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from conftest import (
 )
 
 from normviz import residual as rs
+from normviz.alttext import plain
 from ui.params import PAGE_PARAMS, fmt
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["residual"]}
@@ -25,7 +26,9 @@ WARMUP_TITLE = "At initialization, width 32, LayerNorm: median of 3 seed(s)"
 
 
 def _titles(at) -> list[str]:
-    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+    """The charts' titles as read (a line break is a space)."""
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [plain(s["layout"]["title"]["text"]) for s in specs]
 
 
 def test_default_view() -> None:
@@ -41,8 +44,8 @@ def test_default_view() -> None:
     assert len(specs) == 2  # init and warm-up; training waits for the button
     names = {t.get("name") for t in specs[0]["data"]}
     assert set(rs.PLACEMENT_LABELS.values()) <= names
-    assert specs[0]["layout"]["title"]["text"].startswith(DEFAULT_TITLE)
-    assert specs[1]["layout"]["title"]["text"].startswith(WARMUP_TITLE)
+    assert _titles(at)[0].startswith(DEFAULT_TITLE)
+    assert _titles(at)[1].startswith(WARMUP_TITLE)
     assert "Post-norm: the last block's gradient norm" in page
     assert "Xiong et al. 2020" in page
     assert any("Press **Train**" in i.value for i in at.info)

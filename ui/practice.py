@@ -107,13 +107,15 @@ def grid(ex: Exercise, tag: str, verdict: Verdict | None, answer: str | None = N
         )
     marks = (verdict.missed, verdict.extra) if verdict is not None else None
     fig = _grid(ex.kind, ex.seed, picked, marks, state.presenter())
+    words = practice.grid_alt(ex, picked, verdict)
     if ex.form != "cells" or verdict is not None or answer is not None:
-        runner.chart(fig, f"pr_grid_{tag}", width="content")
+        runner.chart(fig, f"pr_grid_{tag}", words, width="content")
         return
     chart = f"{key}_chart{st.session_state.get(key + '_n', 0)}"
     runner.chart(
         fig,
         chart,
+        words,
         width="content",
         on_select=functools.partial(_on_pick, key, chart, names),
         selection_mode=("points", "box"),

@@ -246,17 +246,20 @@ def make_block_figure(
             )
         )
     fig.add_trace(points(sel, uid="selected", name="selected cell", hovertemplate=hover(layout)))
-    where = " (its group cut open in front of it)" if cut.any() else ""
+    # legend entries in short lines: a half-width column in presenter mode holds about
+    # 30 characters a line
+    where = "<br>(its group cut open in front)" if cut.any() else ""
     fig.add_traces(
         [
-            solid.key(f"the {con.group_size:,} values that share its μ, σ² (solid)", group_colour),
+            solid.key(f"the {con.group_size:,} values sharing<br>its μ, σ² (solid)", group_colour),
             solid.key(
-                "the other groups (faint, one colour each, colours repeat)"
+                "the other groups (faint,<br>a colour each, colours repeat)"
                 if partition
                 else "the other cells (faint)",
                 PARTITION_COLOURS[(sel_id + 1) % n_colours] if partition else style.BEFORE,
+                "square-open",  # faint: an outline; the selected cell: a diamond
             ),
-            solid.key("the selected cell (black, outlined)" + where, style.SELECTED),
+            solid.key("the selected cell<br>(black, outlined)" + where, style.SELECTED, "diamond"),
         ]
     )
     lengths = [e + 1.0 for e in extents]  # axis ranges −1 … e: equal units on every axis
@@ -273,10 +276,11 @@ def make_block_figure(
         }
         for name, a, e in zip(("xaxis", "yaxis", "zaxis"), ax3, extents, strict=True)
     }
+    # two short lines (a half-width column in presenter mode)
     title = f"{con.method_obj.label}: " + (
-        f"{con.n_stats:,} groups of {con.group_size:,} values"
+        f"{con.n_stats:,} groups<br>of {con.group_size:,} values each"
         if partition
-        else f"the {con.group_size:,} values behind one μ and σ²"
+        else f"one μ and σ²<br>from {con.group_size:,} values"
     )
     fig.update_layout(
         title={"text": title},
@@ -291,9 +295,8 @@ def make_block_figure(
     )
     add_note(fig, win)
     style.apply(fig, presenter, height=600)
-    if win.capped:  # room for the note between the title and the scene
-        fig.update_layout(margin={"t": 110})
-    return fig
+    # room for the title, and for the note between the title and the scene
+    return style.top_room(fig, presenter, below=2 if win.capped else 0)
 
 
 # ---- the section --------------------------------------------------------------------

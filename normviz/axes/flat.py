@@ -284,7 +284,8 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
             "group",
             rects,
             4,
-            f"shares μ, σ² with the selected cell (m = {con.group_size:,}); the rest dimmed",
+            # short lines: a half-width column in presenter mode holds about 30 characters
+            f"the selected cell's group<br>(m = {con.group_size:,}; the rest dimmed)",
         ),
         ("selected", flat_group_rects(win, sel, layout), 2, "selected cell"),
     ):

@@ -34,6 +34,7 @@ from normviz.batchnorm import (
 )
 from normviz.batchnorm.lab import (
     BATCH_SIZES,
+    CHANNEL,
     CONVENTION_LABELS,
     HELP,
     INTRO,
@@ -86,14 +87,11 @@ def part_setup(part: Section, setup: LabSetup, result: Any) -> Any | None:
 
 
 # sections whose figure follows one channel (a view of the result: `channel` field),
-# with the key of their channel picker
-CHANNEL_VIEWS: dict[str, str] = {
-    running.SECTION.slug: "bn_channel",
-    order.SECTION.slug: "bn_order_channel",
-}
+# with the URL knob of their channel picker
+CHANNEL_VIEWS: dict[str, Knob] = {running.SECTION.slug: CHANNEL, order.SECTION.slug: CHANNEL}
 # sections with a step-through view: the URL knob of the batch their figure stops at
 STEP_VIEWS: dict[str, Knob] = {running.SECTION.slug: running.STEP}
-VIEW_KNOBS: tuple[Knob, ...] = tuple(STEP_VIEWS.values())
+VIEW_KNOBS: tuple[Knob, ...] = merge(STEP_VIEWS.values(), CHANNEL_VIEWS.values())
 # how a section knob's choice reads in its widget
 CHOICE_LABELS: dict[str, str] = {**{k: m.label for k, m in METHODS.items()}, **gradients.INITS}
 SIM = Knob("sim", SECTIONS[0].slug, choices=slugs(SECTIONS), label="Section")

@@ -188,7 +188,10 @@ def figure(res: CheckpointResult, presenter: bool = False) -> go.Figure:
                 y=rounded(res.out_mean[i]),
                 error_y={"type": "data", "array": rounded(res.out_std[i]), "visible": True},
                 name=name,
-                marker={"color": colours[i % len(colours)]},
+                marker={  # a pattern per reload: colour is not the only signal
+                    "color": colours[i % len(colours)],
+                    "pattern": {"shape": style.PATTERNS[i % len(style.PATTERNS)]},
+                },
             )
         )
     fig.update_xaxes(title_text="channel", tickmode="linear", dtick=max(1, C // 16))

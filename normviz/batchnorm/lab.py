@@ -20,7 +20,7 @@ from normviz.core import check_values, contract
 from normviz.errors import NormConfigError
 from normviz.knobs import Knob
 from normviz.layouts import LAYOUTS
-from normviz.limits import max_elements
+from normviz.limits import SIZE_LIMITS, max_elements
 from normviz.methods import METHODS, STANDARD_METHODS
 from normviz.running import RunningStats
 
@@ -65,6 +65,9 @@ MOMENTUM = Knob("momentum", 0.1, lo=0.0, hi=1.0, label="Momentum")
 CONVENTION = Knob("convention", "pytorch", choices=CONVENTIONS, label="Update rule")
 STEPS = Knob("steps", 100, lo=1, hi=2000, label="Training steps")
 LAB_KNOBS: tuple[Knob, ...] = (BATCH_SIZE, MOMENTUM, CONVENTION, STEPS)
+# a view setting (no rerun): the channel a one-channel figure follows; a link's channel
+# past the sidebar's C falls back to channel 0
+CHANNEL = Knob("channel", 0, lo=0, hi=SIZE_LIMITS["C"] - 1, label="Channel to plot")
 HELP: dict[str, str] = {
     "batch_size": "Samples per training batch. Each channel's statistics pool "
     "b × (values per sample) numbers.",
@@ -73,6 +76,7 @@ HELP: dict[str, str] = {
     "(1 − momentum)·batch. Cumulative: the plain average of every batch so far.",
     "momentum": "The number in the chosen rule: PyTorch m = 0.1 is Keras momentum = 0.9. "
     "Switching the rule converts it.",
+    "channel": "The channel the figure follows (0 to C − 1, C from the sidebar).",
 }
 
 
@@ -204,8 +208,9 @@ def setup_caption(setup: LabSetup) -> str:
     """What one batch is, and how the update rule remembers batches (under the controls)."""
     per = "T" if setup.layout == "BTC" else "H·W"
     return (
-        f"Each sample is one {setup.layout} item of shape {setup.sample_shape} from the sidebar "
-        f"(the sidebar's batch size is not used here). A batch of b = {setup.batch_size} gives "
+        f"Each sample is one {setup.layout} item of shape {setup.sample_shape} (the sidebar's "
+        "sizes); each batch draws b of them (the batch-size slider above). "
+        f"A batch of b = {setup.batch_size} gives "
         f"every channel n = b·{per} = {setup.n} values. {CONVENTION_LABELS[setup.convention]}: "
         f"{memory_text(setup.momentum, setup.convention)}."
     )

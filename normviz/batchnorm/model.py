@@ -227,7 +227,7 @@ def _bars(r: BatchSizeRuns, series: Sequence[Series], title: str, presenter: boo
     """Mean test accuracy per network and series, the seeds' spread as error bars."""
     nets = [name(n, b) for n in r.norms for b in r.batch_sizes]
     fig = go.Figure()
-    for label, colour, acc in series:
+    for i, (label, colour, acc) in enumerate(series):
         a = acc.reshape(len(nets), -1)
         fig.add_trace(
             go.Bar(
@@ -235,7 +235,8 @@ def _bars(r: BatchSizeRuns, series: Sequence[Series], title: str, presenter: boo
                 y=np.round(a.mean(-1), 4).tolist(),
                 error_y={"type": "data", "array": np.round(a.std(-1), 4).tolist()},
                 name=label,
-                marker={"color": colour},
+                # a pattern per series: colour is not the only signal
+                marker={"color": colour, "pattern": {"shape": style.PATTERNS[i]}},
                 texttemplate="%{y:.0%}",
                 textposition="outside",
             )

@@ -125,7 +125,8 @@ def figure(res: Orders, presenter: bool = False) -> go.Figure:
     """Histograms of what the ReLU receives in each order; the ReLU zeroes everything left of 0."""
     fig = go.Figure()
     colours = (style.METHOD_COLOURS["batch"], style.PALETTE[2], style.BEFORE)
-    for o, colour in zip(res.orders, colours, strict=True):
+    dashes = ("solid", "dash", "dot")  # the orders differ in dash too, not in colour alone
+    for o, colour, dash in zip(res.orders, colours, dashes, strict=True):
         centres = (o.edges[:-1] + o.edges[1:]) / 2
         share = o.counts / max(1, o.counts.sum())
         fig.add_trace(
@@ -133,7 +134,7 @@ def figure(res: Orders, presenter: bool = False) -> go.Figure:
                 x=rounded(centres, 4),
                 y=rounded(share, 5),
                 mode="lines",
-                line={"color": colour, "width": 3, "shape": "hvh"},
+                line={"color": colour, "width": 3, "shape": "hvh", "dash": dash},
                 name=o.name,
             )
         )

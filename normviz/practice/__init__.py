@@ -25,7 +25,7 @@ from normviz.practice.common import (
     parse_answer,
     tally,
 )
-from normviz.practice.grid import make_grid_figure, make_tally_figure
+from normviz.practice.grid import grid_alt, make_grid_figure, make_tally_figure
 from normviz.practice.show import notes
 from normviz.practice.show import table as exercise_table
 from normviz.sections import Section, by_slug, slugs
@@ -72,6 +72,7 @@ __all__ = [
     "exercise",
     "exercise_table",
     "grade",
+    "grid_alt",
     "make_grid_figure",
     "make_tally_figure",
     "notes",

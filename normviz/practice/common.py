@@ -218,7 +218,7 @@ def parse_answer(ex: Exercise, raw: object) -> str:
         return text
     parts = [p.strip() for p in text.replace(";", ",").split(",") if p.strip()]
     if ex.form == "cells":
-        if not all(p.isdigit() and len(p) <= 6 for p in parts):
+        if not all(p.isascii() and p.isdigit() and len(p) <= 6 for p in parts):
             raise AnswerError("cells are written as whole numbers")
         cells = sorted({int(p) for p in parts})
         if cells and cells[-1] >= ex.n_cells:

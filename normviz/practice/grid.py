@@ -47,13 +47,79 @@ def _axis_text(axes: Sequence[str], index: Sequence[int]) -> str:
     return " ".join(f"{a}{int(i)}" for a, i in zip(axes, index, strict=True))
 
 
-def _fill(ex: Exercise) -> list[str]:
+GROUP_COLOURS = style.PALETTE[:-1]  # black is the marked cell's
+COLOUR_NAMES = ("blue", "orange", "green", "pink", "sky blue", "vermillion", "yellow")
+
+
+def _groups(ex: Exercise) -> np.ndarray:
+    """Each cell's statistic group, numbered 1, 2, … in the order the groups first appear."""
     assert ex.case is not None
-    n = ex.n_cells
+    ids = ex.case.ids().reshape(-1)
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    rank = np.argsort(np.argsort(first))  # group id -> its order of appearance
+    return rank[inverse] + 1
+
+
+def _fill(ex: Exercise) -> list[str]:
     if ex.colour == "groups":
-        ids = ex.case.ids().reshape(-1)
-        return [style.PALETTE[int(i) % (len(style.PALETTE) - 1)] for i in ids]
-    return [style.MUTED] * n
+        return [GROUP_COLOURS[(int(g) - 1) % len(GROUP_COLOURS)] for g in _groups(ex)]
+    return [style.MUTED] * ex.n_cells
+
+
+def _rows(ex: Exercise, cell_text: Sequence[str]) -> list[str]:
+    """The grid row by row in words: "row B0 T1: 1, 1, 2, 2"."""
+    assert ex.case is not None
+    shape = ex.case.shape
+    axes = LAYOUTS[ex.case.layout].axes
+    n_cols = math.prod(shape[2:])
+    return [
+        f"row {_axis_text(axes[:2], divmod(r, shape[1]))}: "
+        + ", ".join(cell_text[r * n_cols : (r + 1) * n_cols])
+        for r in range(shape[0] * shape[1])
+    ]
+
+
+def grid_alt(ex: Exercise, picked: Sequence[int] = (), verdict: Verdict | None = None) -> list[str]:
+    """The grid in words, as complete as the picture: its rows and columns, each cell's
+    group (or value), and which cells are marked, picked, missed or extra."""
+    case = ex.case
+    assert case is not None
+    lay = LAYOUTS[case.layout]
+    names = [cell_name(case.layout, c) for c in np.ndindex(*case.shape)]
+    out = [
+        f"A grid of the {case.layout} tensor {lay.shape_text(case.shape)}, one square per "
+        f"cell: rows {'·'.join(lay.axes[:2])}, columns {'·'.join(lay.axes[2:])}."
+    ]
+    if ex.colour == "groups":
+        groups = _groups(ex)
+        n = int(groups.max())
+        colours = ", ".join(
+            f"{g} {COLOUR_NAMES[(g - 1) % len(COLOUR_NAMES)]}" for g in range(1, min(n, 7) + 1)
+        )
+        again = f"; colours repeat after {len(COLOUR_NAMES)}" if n > len(COLOUR_NAMES) else ""
+        out.append(
+            f"Each cell is coloured and numbered by its statistic group, {n} groups "
+            f"({colours}{again}). The numbers, row by row:"
+        )
+        out += _rows(ex, [str(int(g)) for g in groups])
+    elif ex.colour == "values":
+        out.append("Each cell shows its value x. The values, row by row:")
+        out += _rows(ex, [f"{v:g}" for v in ex.values])
+    if ex.marked is not None:
+        out.append(f"The marked cell (black square outline): {cell_name(case.layout, ex.marked)}.")
+    said = (
+        ("Picked (sky blue, outlined)", picked),
+        (
+            "Missed: in the group, not picked (green square outline)",
+            verdict.missed if verdict else (),
+        ),
+        ("Extra: picked, not in the group (vermillion ✕)", verdict.extra if verdict else ()),
+    )
+    for what, idx in said:
+        cells = [names[i] for i in idx if 0 <= i < len(names)]
+        if cells or (what.startswith("Picked") and ex.form == "cells"):
+            out.append(f"{what}, {len(cells)}: " + ("; ".join(cells) if cells else "none") + ".")
+    return out
 
 
 def make_grid_figure(
@@ -77,6 +143,8 @@ def make_grid_figure(
             fill[i] = PICKED
             edge[i] = 3.0
     text = [f"{v:g}" for v in ex.values] if ex.colour == "values" else None
+    if ex.colour == "groups":  # the group's number in each cell: colour is not the only signal
+        text = [str(int(g)) for g in _groups(ex)]
     px = cell_px(case.shape)
     fig = go.Figure(
         go.Scatter(
@@ -84,7 +152,10 @@ def make_grid_figure(
             y=rows.tolist(),
             mode="markers+text" if text else "markers",
             text=text,
-            textfont={"size": style.font_size(presenter) - 2},
+            textfont={
+                "size": style.font_size(presenter) - 2,
+                "color": [style.ink(f) for f in fill],
+            },
             customdata=list(range(ex.n_cells)),
             hovertext=names,
             hoverinfo="text",

@@ -83,11 +83,16 @@ def median_traces(
 
 def finish_panels(fig: go.Figure, title: str, presenter: bool, height: int) -> go.Figure:
     """Title, legend below, the house style, and room for the title above the panel titles."""
+    size = style.font_size(presenter)
     fig.update_layout(
         title_text=title,
-        legend={"orientation": "h", "y": -0.25, "x": 0},
+        # the legend at the very bottom, under the x titles (which automargin keeps clear)
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
         hovermode="closest",
     )
     style.apply(fig, presenter, height=height)
-    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
-    return fig
+    fig.update_annotations(font_size=size)  # the panel titles, as large as the rest
+    fig.update_layout(margin={"b": round(size * 1.3) + 24})
+    # room above the panels for the title and the panel titles (two lines at most)
+    panel = max((style.lines(a.text) for a in fig.layout.annotations), default=0)
+    return style.top_room(fig, presenter, below=panel)

@@ -56,10 +56,11 @@ KNOBS: tuple[Knob, ...] = (
     Knob("n_seeds", 3, lo=1, hi=4, label="Seeds"),
 )
 
+# two short lines each: a third of a phone-wide chart holds about 20 characters a line
 PANELS: tuple[tuple[str, str], ...] = (
-    ("act_rms", "Activation RMS of the stream"),
-    ("grad_norm", "Gradient norm at the block's input"),
-    ("skip_grad_norm", "Gradient through the skip paths alone"),
+    ("act_rms", "Activation RMS<br>of the stream"),
+    ("grad_norm", "Gradient norm at<br>the block's input"),
+    ("skip_grad_norm", "Gradient through<br>the skip paths alone"),
 )
 
 
@@ -193,7 +194,7 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         rows=1,
         cols=len(PANELS),
         subplot_titles=[title for _, title in PANELS],
-        horizontal_spacing=0.07,
+        horizontal_spacing=0.1,  # each panel's own y tick labels sit in the gap
     )
     L = profile.depth
     xs = list(range(L + 1))
@@ -206,10 +207,10 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         fig.update_xaxes(title_text="block l (0 = input)", row=1, col=col)
     cfg = profile.config
     title = (
-        f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}: "
+        f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}:<br>"
         f"median of {len(profile.seeds)} seed(s), band = range"
     )
-    return finish_panels(fig, title, presenter, height=480)
+    return finish_panels(fig, title, presenter, height=520)
 
 
 def notes(profile: InitProfile) -> tuple[str, ...]:

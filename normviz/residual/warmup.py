@@ -157,15 +157,17 @@ def figure(res: OutputGradients, presenter: bool = False) -> go.Figure:
         for i, p in enumerate(res.placements):
             for trace in median_traces(xs, arr[i], p, "block", legend=col == 1):
                 fig.add_trace(trace, row=1, col=col)
-        fig.update_xaxes(title_text="block l (L = nearest the output)", row=1, col=col)
+    # one x title, under the middle panel: three copies of it would not fit side by side
+    middle = (len(res.depths) + 1) // 2
+    fig.update_xaxes(title_text="block l (L = nearest the output)", row=1, col=middle)
     fig.update_yaxes(type="log", exponentformat="power")
     fig.update_yaxes(title_text="‖gradient of block l's parameters‖", row=1, col=1)
     cfg = res.config
     title = (
-        f"At initialization, width {cfg.width}, {cfg.norm_label}: "
+        f"At initialization, width {cfg.width}, {cfg.norm_label}:<br>"
         f"median of {len(res.seeds)} seed(s), band = range"
     )
-    return finish_panels(fig, title, presenter, height=460)
+    return finish_panels(fig, title, presenter, height=480)
 
 
 def _trend(factor: float) -> str:

@@ -37,6 +37,10 @@ def colour(norm: str) -> str:
     return NO_NORM if norm == "none" else style.METHOD_COLOURS[norm]
 
 
+def symbol(norm: str) -> str:
+    return style.METHOD_SYMBOLS[norm]
+
+
 def label(norm: str, ghost: int = 0) -> str:
     return NORM_LABELS[norm] + (f" (stats of {ghost})" if ghost else "")
 
@@ -73,6 +77,7 @@ def add_line(
     row: int | None = None,
     col: int | None = None,
     legend: bool = True,
+    symbol_: str = "circle",
 ) -> None:
     """Mean over seeds (runs: (len(x), seeds)) with the spread as error bars."""
     m, s = mean_sd(runs)
@@ -86,7 +91,7 @@ def add_line(
             legendgroup=name,
             showlegend=legend,
             line={"color": colour_, "dash": dash, "width": 3},
-            marker={"size": 9},
+            marker={"size": 9, "symbol": symbol_},
         ),
         row=row,
         col=col,

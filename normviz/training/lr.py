@@ -106,7 +106,14 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> LrResul
 def figure(res: LrResult, presenter: bool) -> go.Figure:
     fig = go.Figure()
     for i, n in enumerate(res.norms):
-        common.add_line(fig, res.lrs, 100 * res.acc[i], common.label(n), common.colour(n))
+        common.add_line(
+            fig,
+            res.lrs,
+            100 * res.acc[i],
+            common.label(n),
+            common.colour(n),
+            symbol_=common.symbol(n),
+        )
     fig.add_hline(
         y=100 * TRAINS_AT, line={"dash": "dot", "color": "#444"}, annotation_text="trains"
     )

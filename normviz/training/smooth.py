@@ -104,7 +104,14 @@ def figure(res: SmoothResult, presenter: bool) -> go.Figure:
     fig = make_subplots(1, 2, subplot_titles=("loss range along the gradient", "gradient change"))
     for i, n in enumerate(NORMS):
         common.add_line(
-            fig, res.steps, res.loss_range[i], common.label(n), common.colour(n), row=1, col=1
+            fig,
+            res.steps,
+            res.loss_range[i],
+            common.label(n),
+            common.colour(n),
+            row=1,
+            col=1,
+            symbol_=common.symbol(n),
         )
         common.add_line(
             fig,
@@ -115,6 +122,7 @@ def figure(res: SmoothResult, presenter: bool) -> go.Figure:
             row=1,
             col=2,
             legend=False,
+            symbol_=common.symbol(n),
         )
     fig.update_xaxes(title="training step")
     fig.update_yaxes(type="log")

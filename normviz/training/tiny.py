@@ -69,7 +69,14 @@ def figure(res: TinyResult, presenter: bool) -> go.Figure:
     fig = go.Figure()
     r = res.runs
     for i, n in enumerate(r.norms):
-        common.add_line(fig, r.batch_sizes, 100 * r.eval_acc[i], common.label(n), common.colour(n))
+        common.add_line(
+            fig,
+            r.batch_sizes,
+            100 * r.eval_acc[i],
+            common.label(n),
+            common.colour(n),
+            symbol_=common.symbol(n),
+        )
     bn = r.norms.index("batch")
     common.add_line(
         fig,
@@ -78,6 +85,7 @@ def figure(res: TinyResult, presenter: bool) -> go.Figure:
         "BatchNorm, training mode",
         common.colour("batch"),
         "dash",
+        symbol_=common.symbol("batch"),
     )
     fig.update_xaxes(
         type="log", tickvals=list(r.batch_sizes), title="batch size (equal samples seen)"

@@ -208,16 +208,18 @@ def make_worked_figure(
     presenter: bool = False,
 ) -> go.Figure:
     """The input, then each method's output, with the cells that share statistics outlined."""
-    titles = ["Input x"] + [f"{s.label}: one μ, σ² per {s.pools} (outlined)" for s in steps]
+    # two short lines: a third of a phone-wide chart holds about 20 characters a line
+    titles = ["Input x"] + [f"{s.label}, one μ, σ²<br>per {s.pools} (outlined)" for s in steps]
     fig = make_subplots(rows=1, cols=1 + len(steps), subplot_titles=titles, horizontal_spacing=0.06)
     _panel(fig, x, 1, False, "input", presenter)
     for col, s in enumerate(steps, start=2):
         _panel(fig, s.output, col, True, s.label, presenter)
         _outline(fig, s, col, x.shape)
-    height = 130 + 48 * x.shape[0]
     fig.update_xaxes(showgrid=False)
     fig.update_yaxes(showgrid=False)
-    return style.apply(fig, presenter, height=height)
+    style.apply(fig, presenter)
+    style.top_room(fig, presenter, below=2)  # the panel titles' two lines
+    return fig.update_layout(height=fig.layout.margin.t + 100 + 48 * x.shape[0])
 
 
 def figure(result: Walkthrough, presenter: bool) -> go.Figure | None:
