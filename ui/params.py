@@ -216,7 +216,8 @@ class Settings:
         if self.n_elements > max_elements():
             raise NormConfigError(
                 f"{LAYOUTS[self.layout].shape_text(self.shape)} has {self.n_elements:,} elements, "
-                f"over the app's cap of {max_elements():,}: make an axis smaller"
+                f"over the app's cap of {max_elements():,}: "
+                + (SOURCES[self.data].shrink if self.real else "make an axis smaller")
             )
         kw = self.norm_kwargs(method)
         kw.pop("eps")

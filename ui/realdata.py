@@ -149,7 +149,8 @@ def show_note() -> None:
         st.info(md_text(res.description, limit=600), icon=":material/memory:")
         if res.labels:
             with st.expander("Tokens (the sequences of the batch)"):
-                st.markdown("  \n".join(_tokens(i, row) for i, row in enumerate(res.labels)))
+                for i, row in enumerate(res.labels):
+                    st.markdown(_tokens(i, row))
 
 
 def _tokens(i: int, row: tuple[str, ...]) -> str:

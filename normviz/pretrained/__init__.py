@@ -44,7 +44,7 @@ class RealInput:
 
     source: str
     layer: str = ""  # "" : the source's default layer
-    text: str = ""  # MiniLM's sentences ("" : its default text)
+    text: str = ""  # MiniLM's sentences
     photo: str = ""
 
     @property
@@ -86,6 +86,7 @@ class RealSource:
     make: Callable[[RealInput, np.ndarray | None], RealTensor]
     uses_text: bool = False
     uses_photo: bool = False
+    shrink: str = "make an axis smaller"  # how to get under the element cap
 
 
 # ---- MiniLM ------------------------------------------------------------------------------
@@ -94,7 +95,7 @@ class RealSource:
 def _minilm(inp: RealInput, images: np.ndarray | None) -> RealTensor:
     from normviz.pretrained import minilm
 
-    sentences = minilm.split_text(inp.text or minilm.DEFAULT_TEXT)
+    sentences = minilm.split_text(inp.text)
     try:
         x, info = minilm.layernorm_inputs(sentences, inp.layer or minilm.DEFAULT_LAYER)
     except ValueError as e:
@@ -148,6 +149,7 @@ SOURCES: dict[str, RealSource] = {
             _minilm_label,
             _minilm,
             uses_text=True,
+            shrink="use fewer or shorter sentences",
         ),
     )
 }
