@@ -126,3 +126,25 @@ def test_outlier_dimensions_are_real(offline: None) -> None:
     rms = np.sqrt((x.astype(np.float64) ** 2).mean(axis=(0, 1)))
     assert int(rms.argmax()) == 99
     assert rms.max() / np.median(rms) > 30
+
+
+def test_the_traceable_encoder_is_the_model_and_the_audit_reads_it(offline: None) -> None:
+    """/choose audits MiniLM through `Encoder` (plain over the model's own modules, so
+    torch.fx traces it): same last hidden state as the model; 12 post-norm LayerNorms."""
+    from normviz.choose import zoo
+
+    batch = minilm.encode(list(PARAPHRASE))
+    m = minilm.model()
+    with torch.no_grad():
+        ref = m(input_ids=batch["input_ids"][:1]).last_hidden_state
+        ours = minilm.Encoder()(m.embeddings.word_embeddings(batch["input_ids"][:1]))
+    torch.testing.assert_close(ours, ref, atol=1e-5, rtol=1e-5)
+    report = zoo.audit_zoo_model("minilm")
+    assert not m.training  # the audit left the shared model in evaluation mode
+    places = {f.name: f.placement for f in report.findings}
+    assert len(places) == 13 and report.residual_adds == 12
+    assert all(places[f"bert.{n}"] == "post-norm" for n in minilm.LN_LAYERS[1:])
+    assert all(f.input_shape == (2, 8, 384) and not f.running_buffers for f in report.findings)
+    no_decay = set(report.param_groups.no_decay)
+    assert {f"bert.{n}.{p}" for n in minilm.LN_LAYERS for p in ("weight", "bias")} <= no_decay
+    assert not report.needless_biases

@@ -187,3 +187,13 @@ def test_axes_on_minilm_in_a_browser(page, server) -> None:
     shape = _minilm_shape()
     page.get_by_text(f"(B, T, C) = {shape}, fixed by").first.wait_for()
     assert page.get_by_text("MiniLM (all-MiniLM-L6-v2)").count() >= 1
+
+
+def test_choose_audits_minilm() -> None:
+    at = run_app("choose", {"model": "minilm"}, timeout=300)
+    assert_clean(at)
+    body = texts(at)
+    assert "real 6-block post-norm BERT encoder" in body
+    tables = [d.value for d in at.dataframe]
+    audit = next(t for t in tables if "bert.encoder.layer.5.output.LayerNorm" in t.index)
+    assert (audit == "post-norm").to_numpy().sum() == 12

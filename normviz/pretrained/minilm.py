@@ -220,6 +220,47 @@ def layer_module(name: str) -> torch.nn.LayerNorm:
     return mod
 
 
+class Encoder(torch.nn.Module):
+    """MiniLM's encoder written out plainly over the loaded model's own modules, so that
+    torch.fx can trace it (the /choose audit finds each LayerNorm's placement from the
+    graph). Input: word embeddings (B, T, 384); output: the last hidden state, equal to
+    the model's (tests). Evaluation mode always: `train()` leaves the shared model alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bert = model()
+
+    def train(self, mode: bool = True) -> Encoder:
+        self.training = mode  # the shared model stays in evaluation mode
+        return self
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        emb = self.bert.embeddings
+        pos = emb.position_embeddings(torch.arange(x.size(1)))
+        seg = emb.token_type_embeddings.weight[0]  # one segment: type 0
+        # summed as a stack: an add here is no residual connection, and the audit reads
+        # every add as one
+        h = emb.LayerNorm(torch.stack([x, pos.expand_as(x), seg.expand_as(x)]).sum(0))
+        for layer in self.bert.encoder.layer:
+            att = layer.attention
+            a = self._attention(att.self, h)
+            h = att.output.LayerNorm(att.output.dense(a) + h)
+            m = layer.output.dense(torch.nn.functional.gelu(layer.intermediate.dense(h)))
+            h = layer.output.LayerNorm(m + h)
+        return h
+
+    @staticmethod
+    def _attention(sa: torch.nn.Module, h: torch.Tensor) -> torch.Tensor:
+        b, t = h.size(0), h.size(1)
+        heads = sa.num_attention_heads
+        q, k, v = (
+            f(h).view(b, t, heads, FEATURES // heads).transpose(1, 2)
+            for f in (sa.query, sa.key, sa.value)
+        )
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return y.transpose(1, 2).reshape(b, t, FEATURES)
+
+
 __all__ = [
     "DEFAULT_LAYER",
     "DEFAULT_TEXT",
@@ -229,6 +270,7 @@ __all__ = [
     "MAX_CHARS",
     "MAX_SENTENCES",
     "MAX_TOKENS",
+    "Encoder",
     "LNInput",
     "embed",
     "encode",
