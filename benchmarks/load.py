@@ -64,6 +64,7 @@ from benchmarks.common import (
     serve_balanced,
     url_path,
 )
+from ui.pages import controls
 from ui.params import max_elements
 
 RUN_FINISHED_EARLY = 2  # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
@@ -262,11 +263,11 @@ async def level_run(
     url: str, pids: tuple[int, ...], n: int, args: argparse.Namespace, browser
 ) -> dict:
     """n sessions at once; times and memory (RSS per process; CPU over all of them)."""
-    pages = page_ids()
+    pages = click_pages(args.pages)
     if args.cap:
         page_of = lambda i: CAP_PAGE  # noqa: E731
     elif args.same_link:
-        page_of = lambda i: pages[1]  # noqa: E731
+        page_of = lambda i: pages[0]  # noqa: E731
     else:
         page_of = lambda i: pages[i % len(pages)]  # noqa: E731
     sessions = [Session(i, page_of(i)) for i in range(n)]
@@ -293,6 +294,25 @@ async def level_run(
         "rss": (before, peak, _rss(pids)),  # MB per process
         "cpu_per_run": cpu / max(1, runs),
     }
+
+
+# The training lab trains networks on every new seed (about 2 CPU-s a run, one run at a
+# time per process: normviz.training.train.GATE); its queue is measured on its own,
+# with --pages training, not mixed into the class's clicks.
+HEAVY_PAGES = ("training",)
+
+
+def click_pages(wanted: str = "") -> list[str]:
+    """The pages a student clicks: those whose sidebar has the seed (the click), in map
+    order; `wanted` (comma-separated) picks some, else all but the heavy ones."""
+    seeded = [p for p in page_ids() if "seed" in controls(url_path(p))]
+    if not wanted:
+        return [p for p in seeded if p not in HEAVY_PAGES]
+    picked = [p for p in wanted.split(",") if p]
+    bad = [p for p in picked if p not in seeded]
+    if bad:
+        raise SystemExit(f"--pages: {', '.join(bad)} has no seed to click; choose from {seeded}")
+    return picked
 
 
 def _p90(xs: list[float]) -> float:
@@ -335,7 +355,7 @@ async def run_levels(args: argparse.Namespace, processes: int | None) -> list[di
             )
         # one warm-up session: the server imports torch, plotly, ... on its first run
         # (scripts/serve.sh has already run app.py once in each of its processes)
-        warm = Session(0, page_ids()[0])
+        warm = Session(0, click_pages(args.pages)[0])
         await ws_session(url, warm, 0, 0)
         where = "one process" if processes is None else f"{processes} behind nginx"
         print(f"\n{where}: up, RSS {_mb(_rss(pids))} MB after one warm-up session")
@@ -403,6 +423,12 @@ def main() -> None:
     ap.add_argument("--levels", default="8,16,32")
     ap.add_argument("--rounds", type=int, default=3, help="seed changes per session")
     ap.add_argument("--client", choices=("ws", "chromium"), default="ws")
+    ap.add_argument(
+        "--pages",
+        default="",
+        help="comma-separated pages the students click (default: every page with a seed "
+        f"in its sidebar but {', '.join(HEAVY_PAGES)})",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="passes over the levels")
     ap.add_argument("--per-session", action="store_true", help="print every session's times")
     ap.add_argument(
@@ -432,7 +458,8 @@ def main() -> None:
     )
     args = ap.parse_args()
     print(
-        f"cap {max_elements():,} elements; pages {', '.join(page_ids())}; client {args.client}; "
+        f"cap {max_elements():,} elements; students click "
+        f"{', '.join(click_pages(args.pages))}; client {args.client}; "
         f"{'one shared link' if args.same_link else 'a link per student'}; think {args.think} s"
     )
     asyncio.run(main_async(args))

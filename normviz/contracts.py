@@ -275,5 +275,3 @@ def check_values(con: Contract, from_input: bool = True) -> None:
             f"{lay.shape_text(con.shape)} with groups={con.groups} has one. Make the "
             "batch or an axis larger"
         )
-
-

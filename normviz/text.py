@@ -13,6 +13,12 @@ from normviz.methods import METHODS, STANDARD_METHODS
 FORMULA = r"y \;=\; \gamma \cdot \frac{x - \mu}{\sqrt{\sigma^2 + \varepsilon}} \;+\; \beta"
 
 
+def direction(factor: float, band: float) -> int:
+    """How a ratio moved, for the words that describe it: -1 shrank (below 1/band),
+    +1 grew (above band), 0 stayed within a factor `band` either way."""
+    return -1 if factor < 1 / band else 1 if factor > band else 0
+
+
 def yes_no(flag: bool) -> str:
     return "yes" if flag else "no"
 

@@ -17,7 +17,6 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import pytest
 from conftest import CHROMIUM, CHROMIUM_ARGS
 
 from benchmarks.common import DONE_JS, page_ids, url_path
@@ -274,11 +273,6 @@ async def _open_all(links: list[str]) -> list[list[str]]:
             await browser.close()
 
 
-@pytest.mark.xfail(
-    reason="open: in the last CI run one /residual deep link of 30 on a fresh server showed "
-    "an exception (cause not yet found); the sidebar-through-app.py part held (issue 11 open)",
-    strict=False,
-)
 def test_thirty_deep_links_on_fresh_servers() -> None:
     """Five fresh servers in a row; each gets 30 deep links at the same moment, before
     any run has called st.navigation. Every page must finish with the app's shared

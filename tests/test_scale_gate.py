@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from normviz import gate as gate_mod
@@ -70,3 +71,35 @@ def test_reentrant_and_idle_hook(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_app_gates() -> None:
     assert DIST_GATE.slots == 2 and TRAIN_GATE.slots == 1
+
+
+def test_the_training_lab_queues_its_runs() -> None:
+    """Two lab runs at once in one process: one trains, the other is told it is queued
+    and then gets the same result as a run alone (its own seed, its own numbers)."""
+    import threading
+
+    from normviz.training.models import Net
+    from normviz.training.train import GATE as LAB_GATE
+    from normviz.training.train import Grid, train
+    from normviz.training.wide import Variant
+
+    assert LAB_GATE.slots == 1
+    net = Net("mlp", width=16, depth=2, groups=4)
+    grid = Grid(net, (Variant("batch", 0.1, 0),), batch=16, samples=16 * 40)
+    alone = train(grid)[0].val_acc
+    said: list[str] = []
+    inside = threading.Event()
+
+    def first(fraction: float, text: str) -> None:
+        inside.set()
+        time.sleep(0.05)  # keeps the slot a while, so the second one must wait
+
+    out: list[np.ndarray] = []
+    t = threading.Thread(target=lambda: out.append(train(grid, first)[0].val_acc))
+    t.start()
+    inside.wait(30)
+    second = train(grid, lambda f, text: said.append(text))[0].val_acc
+    t.join()
+    assert any(s.startswith("Queued: 1 training-lab runs already running") for s in said)
+    np.testing.assert_array_equal(second, alone)
+    np.testing.assert_array_equal(out[0], alone)

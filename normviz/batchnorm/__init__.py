@@ -26,6 +26,7 @@ from normviz.batchnorm import (
     model,
     noise,
     order,
+    realnet,
     running,
     shift,
     sync,
@@ -65,11 +66,13 @@ SECTIONS: tuple[Section, ...] = (
     where.SECTION,
     gradients.SECTION,
     model.SECTION,
+    realnet.SECTION,
 )
 # more sections shown under a section's tab, after it (they have no tab or `sim` value)
 PARTS: dict[str, tuple[Section, ...]] = {
     bessel.SECTION.slug: (bessel.ONE_VALUE,),
     model.SECTION.slug: (model.SHIFTED,),
+    realnet.SECTION.slug: (realnet.SHIFTED,),
 }
 
 

@@ -24,6 +24,7 @@ from normviz.batchnorm.lab import LabSetup, check, one_thread
 from normviz.batchnorm.plot import rounded
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
+from normviz.text import direction
 
 INTRO = (
     "BatchNorm helps against vanishing and exploding gradients only indirectly: it keeps "
@@ -166,11 +167,11 @@ def table(res: DeepGradients) -> pd.DataFrame:
 
 def _verdict(r: float) -> str:
     """What a first/last gradient ratio says, in words."""
-    if r < 1 / FACTOR:
-        return f"shrinks toward the input: the first layer's is {r:.2g} of the last one's"
-    if r > FACTOR:
-        return f"grows toward the input: the first layer's is {r:.3g}× the last one's"
-    return f"stays within a factor {FACTOR:g} from layer to layer (first / last = {r:.3g})"
+    return {
+        -1: f"shrinks toward the input: the first layer's is {r:.2g} of the last one's",
+        1: f"grows toward the input: the first layer's is {r:.3g}× the last one's",
+        0: f"stays within a factor {FACTOR:g} from layer to layer (first / last = {r:.3g})",
+    }[direction(r, FACTOR)]
 
 
 def notes(res: DeepGradients) -> Sequence[str]:

