@@ -258,8 +258,9 @@ ZOO["efficientnet_lite0"] = ZooModel(
 PRETRAINED: tuple[str, ...] = ("efficientnet_lite0",)  # ZOO keys of the pretrained models
 
 
-# ---- pretrained models (normviz.pretrained), audited on request ------------------------
-# Not in the zoo overview: their first audit loads the model (seconds, once per process).
+# ---- a real pretrained transformer (issue 16): MiniLM, audited on request --------------
+# Not in the zoo overview: its first audit loads transformers and the model (seconds,
+# once per process); the model menu offers it.
 
 
 def _minilm() -> nn.Module:
@@ -268,7 +269,7 @@ def _minilm() -> nn.Module:
     return minilm.Encoder()
 
 
-PRETRAINED: dict[str, ZooModel] = {
+ON_REQUEST: dict[str, ZooModel] = {
     z.key: z
     for z in (
         ZooModel(
@@ -281,7 +282,7 @@ PRETRAINED: dict[str, ZooModel] = {
         ),
     )
 }
-MODELS: dict[str, ZooModel] = {**ZOO, **PRETRAINED}  # every model the audit can inspect
+MODELS: dict[str, ZooModel] = {**ZOO, **ON_REQUEST}  # every model the audit can inspect
 
 
 def audit_zoo_model(key: str, seed: int = 0) -> AuditReport:
