@@ -197,3 +197,37 @@ def test_choose_audits_minilm() -> None:
     tables = [d.value for d in at.dataframe]
     audit = next(t for t in tables if "bert.encoder.layer.5.output.LayerNorm" in t.index)
     assert (audit == "post-norm").to_numpy().sum() == 12
+
+
+# ---- EfficientNet-Lite0 -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", REAL_PAGES)
+def test_a_page_that_takes_a_tensor_runs_on_efficientnet(path: str) -> None:
+    at = run_app(path, {"data": "efficientnet"}, timeout=300)
+    assert_clean(at)
+    assert not at.warning and not at.error, [w.value for w in (*at.warning, *at.error)]
+    assert "(N, C, H, W) = (2, 320, 7, 7), fixed by EfficientNet-Lite0" in _real_shape(at)
+    keys = {el.key for el in at.sidebar if getattr(el, "key", None)}
+    assert {"layer", "data"} <= keys and not keys & {"layout", "N", "C", "H", "W", "text"}
+    assert "EfficientNet-Lite0" in unescaped(at.info[0].value)
+    assert "text" not in at.query_params
+
+
+def test_efficientnet_layer_choice_and_a_bad_layer() -> None:
+    at = run_app("distributions", {"data": "efficientnet", "layer": "_bn0"}, timeout=300)
+    assert_clean(at)
+    assert "(N, C, H, W) = (2, 32, 112, 112)" in _real_shape(at)
+    bad = run_app("axes", {"data": "efficientnet", "layer": "_blocks.99._bn2"}, timeout=300)
+    assert "is not a normalization layer of EfficientNet" in "\n".join(w.value for w in bad.warning)
+
+
+@pytest.mark.browser
+def test_distributions_on_efficientnet_in_a_browser(page, server) -> None:
+    from conftest import open_app
+
+    open_app(page, server, "distributions?data=efficientnet")
+    page.get_by_text("fixed by EfficientNet-Lite0").first.wait_for(timeout=180_000)
+    wait_done(page)
+    assert_no_exception(page)
+    assert page.get_by_text("(N, C, H, W) = (2, 320, 7, 7)").count() >= 1

@@ -238,6 +238,8 @@ def settings_from_query(
     page_names = set(page_names)
     vals, warnings = read(query, [SHARED[n] for n in ("layout", "method", "eps", "seed", "data")])
     layout, method = str(vals["layout"]), str(vals["method"])
+    if is_real(str(vals["data"])):  # a real source fixes the layout (the sidebar's too)
+        layout = SOURCES[str(vals["data"])].layout
     lay = LAYOUTS[layout]
     # sizes default to the layout's classroom shape; groups/centred are read even when
     # the method ignores them, so switching method later keeps the link's choice

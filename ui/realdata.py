@@ -9,6 +9,7 @@ instead) and offers the source's knobs. On other pages a real choice keeps its v
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,9 +18,10 @@ import streamlit as st
 
 from normviz import LAYOUTS, NormConfigError
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
-from normviz.pretrained import SOURCES, RealInput, RealTensor, build
+from normviz.pretrained import SOURCES, RealInput, RealTensor, build, photos
 from normviz.pretrained import minilm as minilm_module
 from ui import params as ns
+from ui import uploads
 from ui.pages import controls
 from ui.safe import md_code, md_text
 from ui.uploads import ByteLRU
@@ -92,6 +94,8 @@ def controls_for(sb: Any, page: str) -> None:
     if st.session_state.get("layer") not in layers:
         st.session_state["layer"] = src.default_layer()
     sb.selectbox("Layer", layers, key="layer", format_func=src.layer_label)
+    if src.uses_photo:
+        _photo_upload(sb)
     if src.uses_text:
         sb.text_area(
             "Sentences (one per line)",
@@ -100,6 +104,24 @@ def controls_for(sb: Any, page: str) -> None:
             help=f"At most {minilm_module.MAX_SENTENCES} sentences, "
             f"{minilm_module.MAX_CHARS} characters; each sentence is a sequence of the batch.",
         )
+
+
+def _photo_upload(sb: Any) -> None:
+    """A photo to add to the batch: decoded once per digest (refused with a message)."""
+    f = sb.file_uploader("Your photo (PNG or JPEG)", type=["png", "jpg", "jpeg"], key="photo")
+    st.session_state["_real_photo"] = ""
+    if f is None:
+        return
+    data = f.getvalue()
+    digest = hashlib.sha256(data).hexdigest()
+    if PHOTOS.get(digest) is None:
+        try:
+            img = photos.to_input(photos.decode_upload(data))
+        except NormConfigError as e:
+            uploads.refusal(f.name, e)
+            return
+        PHOTOS.put(digest, img[None])
+    st.session_state["_real_photo"] = digest
 
 
 def shape_caption(sb: Any, s: ns.Settings) -> None:

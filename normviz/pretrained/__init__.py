@@ -135,6 +135,39 @@ def _minilm_label(name: str) -> str:
     return minilm.layer_label(name)
 
 
+# ---- EfficientNet-Lite0 ------------------------------------------------------------------
+
+
+def _efficientnet(inp: RealInput, images: np.ndarray | None) -> RealTensor:
+    from normviz.pretrained import efficientnet, photos
+
+    batch = photos.sample_photos()
+    if images is not None:
+        batch = np.concatenate([batch, images])
+    layer = inp.layer or efficientnet.DEFAULT_LAYER
+    x = efficientnet.bn_inputs(batch, layer)
+    which = ", ".join(photos.SAMPLE_PHOTOS) + (" and your photo" if images is not None else "")
+    text = (
+        f"EfficientNet-Lite0 (ImageNet weights), BatchNorm {layer}: the activations "
+        f"entering this layer for {len(batch)} photos ({which}, each resized to 224 × 224). "
+        f"Shape (N, C, H, W) = {x.shape}; the network normalizes each channel with its "
+        f"stored running statistics, ε = {efficientnet.BN_EPS:g}."
+    )
+    return RealTensor(np.ascontiguousarray(x, dtype=np.float32), text)
+
+
+def _effnet_layers() -> tuple[str, ...]:
+    from normviz.pretrained import efficientnet
+
+    return efficientnet.BN_LAYERS
+
+
+def _effnet_default() -> str:
+    from normviz.pretrained import efficientnet
+
+    return efficientnet.DEFAULT_LAYER
+
+
 SOURCES: dict[str, RealSource] = {
     s.key: s
     for s in (
@@ -150,6 +183,19 @@ SOURCES: dict[str, RealSource] = {
             _minilm,
             uses_text=True,
             shrink="use fewer or shorter sentences",
+        ),
+        RealSource(
+            "efficientnet",
+            "EfficientNet-Lite0 (real photos)",
+            "a pretrained CNN's activations entering one of its BatchNorm layers, for "
+            "scikit-learn's sample photos and a photo you upload",
+            "NCHW",
+            _effnet_layers,
+            _effnet_default,
+            str,
+            _efficientnet,
+            uses_photo=True,
+            shrink="pick a later layer (smaller H and W)",
         ),
     )
 }
