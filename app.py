@@ -7,7 +7,7 @@ import logging
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time; torch on one thread)
-from ui import css, home, route, state
+from ui import css, home, realdata, route, state
 from ui.pages import available
 
 presenter = state.link_presenter()  # from the session, or on a first visit the link
@@ -33,6 +33,7 @@ try:
     with state.url_written(page.url_path):  # the query string, written once per run
         state.sidebar(page.url_path)
         state.show_warnings()
+        realdata.show_note()  # what a real data source's tensor is, on the pages using one
         with route.through_app():
             page.run()
 except Exception:  # a bug must not show a traceback to a class

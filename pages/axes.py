@@ -99,7 +99,7 @@ for key, warning in axes.linked_cell_warnings(s.layout, s.sizes, values, fresh):
     st.session_state[key] = 0
 if runner.guard(s.contract):  # a G that does not divide C, the element cap, no axis...
     con = s.contract()
-    setup = axes.AxesSetup(con, s.eps, s.data, s.seed, s.groups)
+    setup = axes.AxesSetup(con, s.eps, s.data, s.seed, s.groups, real=state.real_input(s))
     explorer(setup)
     for section in axes.REST:
         st.subheader(section.label)

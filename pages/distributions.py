@@ -78,7 +78,9 @@ if upload is not None:
     user = upload[1]
     note = dist.upload_note(md_text(user.key), user.source_shape, user.shape_text)
     st.info(note, icon=":material/upload_file:")
-    source: dist.Generated | dist.Uploaded = upload[0]
+    source: dist.Source = upload[0]
+elif (real := state.real_input(s)) is not None:
+    source = real  # what it is: the note above the page (ui.realdata)
 else:
     source = inputs.Seeded(s.data, s.layout, s.shape, s.seed)
     st.caption(dist.input_caption(source))
@@ -86,7 +88,7 @@ else:
 if state.require(s):  # before generating anything: the shape may be over the cap
     whole = dist.Setup(source, s.contract(), s.eps, s.groups, s.seed)
     with dist.GATE.holding():  # at the cap: one queue slot for the whole page, not per section
-        for section in dist.SECTIONS:
+        for section in dist.sections_for(source):
             setup = dist.setup_for(section, whole)
             if section is dist.PART[0] and (note := dist.part_note(whole, setup)):
                 st.info(note, icon=":material/content_cut:")

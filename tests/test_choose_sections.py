@@ -28,7 +28,7 @@ def test_knobs_are_declared_once_and_derived_from_the_data() -> None:
     assert knobs["arch"].choices == tuple(guide.ARCHITECTURES)
     assert knobs["constraints"].choices == tuple(guide.CONSTRAINTS) and knobs["constraints"].multi
     assert knobs["per_device"].hi == guide.MAX_BATCH
-    assert knobs["model"].choices == tuple(zoo.ZOO)
+    assert knobs["model"].choices == tuple(zoo.MODELS) == (*zoo.ZOO, *zoo.ON_REQUEST)
     for name, labels in LABELS.items():  # every choice has a label for its widget
         assert set(knobs[name].choices or ()) == set(labels), name
     assert all(k.label for k in KNOBS)

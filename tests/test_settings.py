@@ -164,7 +164,7 @@ def test_page_parameter_choices_are_the_widgets_options() -> None:
     assert params["arch"].choices == tuple(guide.ARCHITECTURES)
     assert params["constraints"].choices == tuple(guide.CONSTRAINTS)
     assert params["per_device"].hi == guide.MAX_BATCH
-    assert params["model"].choices == tuple(zoo.ZOO)
+    assert params["model"].choices == tuple(zoo.MODELS)  # the zoo, then MiniLM
     for prefix in ("", "tr_"):
         assert params[f"{prefix}norm"].choices == rs.NORMS
         assert params[f"{prefix}block"].choices == tuple(rs.BLOCKS)

@@ -28,6 +28,7 @@ CHANGES: dict[str, list[tuple[str, str, Any]]] = {
     "eps": [("select_slider", "eps", 1e-3)],
     "data": [("selectbox", "data", "heavy")],
     "seed": [("number_input", "seed", 1)],
+    "real": [],  # drawn only with a real data source: tests/test_realdata_pages.py
 }
 PRESENT = ("toggle", "present", True)
 

@@ -11,9 +11,11 @@ ROOT = Path(__file__).resolve().parent.parent
 # The shared sidebar's controls, by name (ui.state.sidebar draws them in this order):
 # "layout"; "batch" the first axis (B or N); "sample" the others (T, C or C, H, W);
 # "method" (with G for a grouped method and the axes for custom); "groups" G whatever the
-# method; "eps"; "data"; "seed". Presenter mode is on every page's sidebar. A control a
-# page does not declare is not drawn there, but its value lives on (session and URL).
-CONTROLS = ("layout", "batch", "sample", "method", "groups", "eps", "data", "seed")
+# method; "eps"; "data"; "seed"; "real" a real data source (ui.realdata: its layer, text or
+# photo, its fixed shape instead of the layout and sizes). Presenter mode is on every
+# page's sidebar. A control a page does not declare is not drawn there, but its value
+# lives on (session and URL).
+CONTROLS = ("layout", "batch", "sample", "method", "groups", "eps", "data", "seed", "real")
 HOME_CONTROLS: tuple[str, ...] = ()  # the home page's figures use the classroom shapes
 
 

@@ -20,19 +20,24 @@ from normviz.knobs import Knob, Value
 from normviz.layouts import LAYOUTS
 from normviz.limits import EPS_CHOICES, SIZE_LIMITS, max_elements
 from normviz.methods import METHODS
+from normviz.pretrained import SOURCES, is_real, minilm
 from ui.safe import md_code, md_text
 
 __all__ = ["EPS_CHOICES", "SIZE_LIMITS", "max_elements"]
 
 Param = Knob  # a URL parameter is a knob
 MAX_RAW_LEN = 200  # longer query values are refused outright
+RAW_LIMITS = {"text": minilm.MAX_CHARS}  # ... except these, which may be longer
+DATA_CHOICES = (*GENERATORS, *SOURCES)  # the generators, then the real sources
+REAL_KNOBS = ("layer", "text")  # read only with a real source (a bad layer warns then)
 ECHO_LIMIT = 40  # a warning quotes this much of a refused value or unknown name
 
 
 def parse(p: Knob, raw: str) -> Value:
     """The value `raw` stands for, for knob `p`. Raises ValueError with a reason."""
-    if len(raw) > MAX_RAW_LEN:
-        raise ValueError("value too long")
+    limit = RAW_LIMITS.get(p.name, MAX_RAW_LEN)
+    if len(raw) > limit:
+        raise ValueError(f"value too long: at most {limit:,} characters")
     raw = raw.strip()
     d = p.default
     if p.multi:
@@ -148,7 +153,10 @@ SHARED: dict[str, Param] = {
         Param("centred", True),
         Param("eps", 1e-5, choices=EPS_CHOICES),
         Param("seed", 0, lo=0, hi=2**31 - 1),
-        Param("data", DEFAULT_GENERATOR, choices=tuple(GENERATORS)),
+        Param("data", DEFAULT_GENERATOR, choices=DATA_CHOICES),
+        # a real source's knobs: which normalization layer, and MiniLM's sentences
+        Param("layer", "", label="Layer"),
+        Param("text", minilm.DEFAULT_TEXT, label="Sentences (one per line)"),
         # a view setting, not a tensor one: presenter mode (larger everything, no sidebar)
         Param("present", False, label="Presenter mode"),
     )
@@ -169,6 +177,13 @@ class Settings:
     eps: float = 1e-5
     seed: int = 0
     data: str = DEFAULT_GENERATOR
+    layer: str = ""  # a real source's layer ("" : its default)
+    text: str = minilm.DEFAULT_TEXT  # MiniLM's sentences
+
+    @property
+    def real(self) -> bool:
+        """Is the data a real source (a pretrained model's activations)?"""
+        return is_real(self.data)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -201,7 +216,8 @@ class Settings:
         if self.n_elements > max_elements():
             raise NormConfigError(
                 f"{LAYOUTS[self.layout].shape_text(self.shape)} has {self.n_elements:,} elements, "
-                f"over the app's cap of {max_elements():,}: make an axis smaller"
+                f"over the app's cap of {max_elements():,}: "
+                + (SOURCES[self.data].shrink if self.real else "make an axis smaller")
             )
         kw = self.norm_kwargs(method)
         kw.pop("eps")
@@ -222,6 +238,8 @@ def settings_from_query(
     page_names = set(page_names)
     vals, warnings = read(query, [SHARED[n] for n in ("layout", "method", "eps", "seed", "data")])
     layout, method = str(vals["layout"]), str(vals["method"])
+    if is_real(str(vals["data"])):  # a real source fixes the layout (the sidebar's too)
+        layout = SOURCES[str(vals["data"])].layout
     lay = LAYOUTS[layout]
     # sizes default to the layout's classroom shape; groups/centred are read even when
     # the method ignores them, so switching method later keeps the link's choice
@@ -243,6 +261,8 @@ def settings_from_query(
             warnings.append(
                 f"{echo('axes', raw_axes)} is not valid ({reason}): using the default C."
             )
+    layer, text, more = _real_knobs(query, str(vals["data"]))
+    warnings += more
     unknown = [k for k in query if k not in SHARED and k not in page_names]
     if unknown:
         names = ", ".join(md_code(k, limit=ECHO_LIMIT) for k in unknown[:5])
@@ -258,8 +278,27 @@ def settings_from_query(
         eps=float(vals["eps"]),  # type: ignore[arg-type]
         seed=int(vals["seed"]),  # type: ignore[call-overload]
         data=str(vals["data"]),
+        layer=layer,
+        text=text,
     )
     return s, warnings
+
+
+def _real_knobs(query: Mapping[str, str | list[str]], data: str) -> tuple[str, str, list[str]]:
+    """A real source's layer and text from a query string (a layer the source does not
+    have falls back to its default, with a warning); defaults for a generator."""
+    vals, warnings = read(query, [SHARED["layer"], SHARED["text"]])
+    layer, text = str(vals["layer"]), str(vals["text"])
+    if not is_real(data):
+        return "", text, []
+    src = SOURCES[data]
+    if layer and layer not in src.layers():
+        warnings.append(
+            f"{echo('layer', layer)} is not a normalization layer of {src.label}: using "
+            f"{src.layer_label(src.default_layer())}."
+        )
+        layer = ""
+    return layer or src.default_layer(), text, warnings
 
 
 # Page-specific URL parameters (the shared ones are in SHARED), by URL path.

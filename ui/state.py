@@ -22,8 +22,9 @@ from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from normviz import LAYOUTS, METHODS, NormConfigError
-from normviz.data import GENERATORS, generate
+from normviz.data import generate
 from ui import params as ns
+from ui import realdata
 from ui.pages import controls
 from ui.route import ensure_entrypoint
 from ui.uploads import ByteLRU
@@ -33,9 +34,10 @@ PRESENT_HELP = (
     "Larger text, tables, formulas and figures for a projector, and the sidebar folded "
     "away. A copied link keeps it (present=1)."
 )
-_KEPT = ("layout", "method", "groups", "axes", "centred", "eps", "seed", "data")
+_KEPT = ("layout", "method", "groups", "axes", "centred", "eps", "seed", "data", "layer", "text")
 _WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
-_SETTINGS = "_settings"
+_SETTINGS = "_settings"  # the sidebar's values (the URL's)
+_INPUT = "_input_settings"  # what the page runs on (a real source's shape; see ui.realdata)
 
 
 def _query() -> dict[str, list[str]]:
@@ -75,6 +77,8 @@ def _seed_settings(s: ns.Settings) -> None:
         eps=s.eps,
         seed=s.seed,
         data=s.data,
+        layer=s.layer,
+        text=s.text,
         **s.sizes,
     )
 
@@ -101,10 +105,15 @@ def _keep_alive(keys: tuple[str, ...], defaults: dict[str, Any]) -> None:
 
 
 def _tensor(sb: Any, shown: set[str]) -> str:
-    """Layout and sizes (those the page uses); the layout."""
+    """Layout and sizes (those the page uses); the layout. A real source fixes both: its
+    shape is shown instead (`_real_shape`), the inputs keep their values for later."""
     layout = st.session_state["layout"]
     if shown & {"layout", "batch", "sample"}:
         sb.header("Tensor")
+    fixed = realdata.REAL in shown and st.session_state["data"] in realdata.SOURCES
+    if fixed:
+        shown = shown - {"layout", "batch", "sample"}
+        layout = realdata.SOURCES[st.session_state["data"]].layout
     if "layout" in shown:
         layout = sb.radio(
             "Layout",
@@ -150,18 +159,19 @@ def _method(sb: Any, shown: set[str], layout: str) -> str:
     return method
 
 
-def _input(sb: Any, shown: set[str]) -> None:
+def _input(sb: Any, shown: set[str], page: str) -> None:
     """Data generator and seed (those the page uses)."""
     if shown & {"data", "seed"}:
         sb.header("Input")
     if "data" in shown:
         sb.selectbox(
             "Data",
-            list(GENERATORS),
+            list(ns.DATA_CHOICES),
             key="data",
-            format_func=lambda k: GENERATORS[k].label,
-            help="; ".join(f"{g.label}: {g.description}" for g in GENERATORS.values()),
+            format_func=realdata.data_label,
+            help=realdata.data_help(),
         )
+        realdata.controls_for(sb, page)
     if "seed" in shown:
         sb.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed")
 
@@ -176,8 +186,9 @@ def sidebar(page: str) -> ns.Settings:
     if isinstance(st.session_state["axes"], str):
         st.session_state["axes"] = [a for a in st.session_state["axes"].split(",") if a]
     layout = _tensor(sb, shown)
+    placeholder = sb.empty()  # a real source's shape, once the page's input is known
     method = _method(sb, shown, layout)
-    _input(sb, shown)
+    _input(sb, shown, page)
     if shown:
         sb.divider()
     sb.toggle("Presenter mode", key=PRESENT, help=PRESENT_HELP)
@@ -192,8 +203,13 @@ def sidebar(page: str) -> ns.Settings:
         eps=float(st.session_state["eps"]),
         seed=int(st.session_state["seed"]),
         data=st.session_state["data"],
+        layer=st.session_state["layer"] if st.session_state["data"] in realdata.SOURCES else "",
+        text=str(st.session_state["text"]),
     )
     st.session_state[_SETTINGS] = s
+    st.session_state[_INPUT] = run = realdata.effective(s, page)
+    if run.real and realdata.REAL in shown:
+        realdata.shape_caption(placeholder, run)
     st.session_state[_WARN] = st.session_state.get(_WARN, []) + [(w, s) for w in view_warnings]
     return s
 
@@ -234,6 +250,10 @@ def write_url(page: str) -> None:
         "seed": str(s.seed),
         "data": s.data,
     }
+    if s.real:
+        want["layer"] = s.layer
+        if realdata.SOURCES[s.data].uses_text:
+            want["text"] = s.text
     if presenter():
         want[PRESENT] = "1"
     current = _query()
@@ -273,8 +293,13 @@ def show_warnings() -> None:
 def settings() -> ns.Settings:
     """The shared settings of this run (the sidebar has been drawn by app.py)."""
     ensure_entrypoint()
-    s = st.session_state.get(_SETTINGS)
+    s = st.session_state.get(_INPUT)
     return s if s is not None else ns.Settings()
+
+
+def real_input(s: ns.Settings) -> realdata.Real | None:
+    """The real input the page's settings name (`settings()`), or None: generated data."""
+    return realdata.real_input(s)
 
 
 def presenter() -> bool:
@@ -299,8 +324,12 @@ _INPUTS = ByteLRU(INPUTS_BYTES, size=lambda a: a.nbytes + 1024)
 
 
 def input_tensor(s: ns.Settings) -> torch.Tensor:
-    """The seeded input for the shared settings (cached on the plain settings, sized by
-    bytes); each call gets its own copy, so no caller can change another's input."""
+    """The input for the shared settings: seeded (cached on the plain settings, sized by
+    bytes) or a real source's (ui.realdata's cache); each call gets its own copy, so no
+    caller can change another's input."""
+    real = realdata.real_input(s)
+    if real is not None:
+        return real.tensor()
     key = (s.data, s.layout, s.shape, s.seed)
     arr = _INPUTS.get(key)
     if arr is None:
@@ -389,7 +418,6 @@ def _labels(page: str, knob: ns.Param) -> Callable[[Any], set[str]]:
     import contextlib
     import importlib
 
-    from normviz.data import GENERATORS
     from ui.pages import PAGES
 
     topic = next((p.topic for p in PAGES if p.path == page), None)
@@ -401,8 +429,8 @@ def _labels(page: str, knob: ns.Param) -> Callable[[Any], set[str]]:
             out |= {"0"} if c == 0 else {f"{c:.0e}"}
         if knob.name == "method" and c in METHODS:
             out.add(METHODS[c].label)
-        if knob.name == "data" and c in GENERATORS:
-            out.add(GENERATORS[c].label)
+        if knob.name == "data" and c in ns.DATA_CHOICES:
+            out.add(realdata.data_label(c))
         if label is not None:
             with contextlib.suppress(Exception):  # a label function for other knobs
                 out.add(str(label(knob.name, c)))

@@ -18,6 +18,7 @@ from normviz.data import DEFAULT_GENERATOR, generate
 from normviz.knobs import Knob
 from normviz.layouts import LAYOUTS
 from normviz.limits import SIZE_LIMITS
+from normviz.pretrained import RealInput
 
 # the selected cell, one index per axis (the other layout's are kept for a switch)
 CELL_KNOBS: tuple[Knob, ...] = tuple(
@@ -36,6 +37,7 @@ class AxesSetup:
     seed: int = 0
     groups: int = 2  # the sidebar's G: the GroupNorm thumbnail uses it for every method
     cell: tuple[int, ...] | None = None  # the selected cell; None: the first one
+    real: RealInput | None = None  # a real source's tensor instead of the generator's
 
     @property
     def selected(self) -> tuple[int, ...]:
@@ -45,6 +47,8 @@ class AxesSetup:
     def tensor(self) -> torch.Tensor:
         """The seeded input this setup describes."""
         con = self.contract
+        if self.real is not None:
+            return self.real.tensor()
         return generate(self.data, con.layout, con.shape, self.seed)
 
 

@@ -25,7 +25,7 @@ from normviz.choose.state_dict import (
     Upload,
     sample_bytes,
 )
-from normviz.choose.zoo import ZOO
+from normviz.choose.zoo import MODELS
 from normviz.knobs import merge
 from normviz.sections import Section
 
@@ -44,7 +44,7 @@ KNOBS = merge(*(s.knobs for s in SECTIONS))  # the page's URL parameters, each o
 LABELS: dict[str, Mapping[str, str]] = {
     "arch": ARCHITECTURES,
     "constraints": CONSTRAINTS,
-    "model": {k: z.label for k, z in ZOO.items()},
+    "model": {k: z.label for k, z in MODELS.items()},
 }
 
 

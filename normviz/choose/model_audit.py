@@ -15,7 +15,7 @@ import pandas as pd
 
 from normviz.choose.findings import PLACEMENT_HELP, AuditReport
 from normviz.choose.tables import checklist_frame, findings_frame, optimizer_code
-from normviz.choose.zoo import ZOO, audit_zoo_model
+from normviz.choose.zoo import MODELS, ZOO, audit_zoo_model
 from normviz.knobs import Knob, Value
 from normviz.sections import Extra, Progress, Section
 
@@ -27,7 +27,7 @@ INSPECT_INTRO = (
     "(torch.fx) back from each residual add, their input shapes with forward hooks, and "
     "the saved buffers from the state_dict."
 )
-INSPECT_KNOBS = (Knob("model", next(iter(ZOO)), choices=tuple(ZOO), label="Model"),)
+INSPECT_KNOBS = (Knob("model", next(iter(ZOO)), choices=tuple(MODELS), label="Model"),)
 OPTIMIZER_FOLD = "Optimizer recipe: no weight decay on γ, β and biases"
 DECAY_WHY = (
     "Weight decay pulls γ toward 0 and so fights the scale the layer learned. This recipe "
@@ -62,7 +62,7 @@ def inspect_notes(res: Inspection) -> Sequence[str]:
 
 def inspect_extras(res: Inspection) -> Sequence[Extra]:
     """The model and its checklist first; the optimizer recipe folded at the end."""
-    z = ZOO[res.key]
+    z = MODELS[res.key]
     g = res.report.param_groups
     shape = " × ".join(map(str, z.example_shape))
     lists = (

@@ -258,11 +258,38 @@ ZOO["efficientnet_lite0"] = ZooModel(
 PRETRAINED: tuple[str, ...] = ("efficientnet_lite0",)  # ZOO keys of the pretrained models
 
 
+# ---- a real pretrained transformer (issue 16): MiniLM, audited on request --------------
+# Not in the zoo overview: its first audit loads transformers and the model (seconds,
+# once per process); the model menu offers it.
+
+
+def _minilm() -> nn.Module:
+    from normviz.pretrained import minilm
+
+    return minilm.Encoder()
+
+
+ON_REQUEST: dict[str, ZooModel] = {
+    z.key: z
+    for z in (
+        ZooModel(
+            "minilm",
+            "MiniLM, pretrained (all-MiniLM-L6-v2, LayerNorm)",
+            "a real 6-block post-norm BERT encoder (384 features, ε = 1e-12), its trained "
+            "weights; the input is word embeddings, as after the token lookup",
+            _minilm,
+            (2, 8, 384),
+        ),
+    )
+}
+MODELS: dict[str, ZooModel] = {**ZOO, **ON_REQUEST}  # every model the audit can inspect
+
+
 def audit_zoo_model(key: str, seed: int = 0) -> AuditReport:
-    """Build a zoo model with a fixed seed and audit it."""
-    if key not in ZOO:
-        raise AuditError(f"unknown model {key!r}: choose one of {', '.join(ZOO)}")
-    z = ZOO[key]
+    """Build a zoo model with a fixed seed (a pretrained one: load it) and audit it."""
+    if key not in MODELS:
+        raise AuditError(f"unknown model {key!r}: choose one of {', '.join(MODELS)}")
+    z = MODELS[key]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = z.build()

@@ -15,6 +15,7 @@ from normviz.distributions import (
     before_after,
     downloads,
     eps,
+    feature_dims,
     rms_layer,
     sample_scale,
     uncontrolled,
@@ -24,6 +25,7 @@ from normviz.distributions.setup import (
     GATE,
     Generated,
     Setup,
+    Source,
     Uploaded,
     example_setup,
     input_tensor,
@@ -36,7 +38,12 @@ from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
 from normviz.sections import Section
 
-WHOLE: tuple[Section, ...] = (before_after.SECTION, uncontrolled.SECTION, all_methods.SECTION)
+WHOLE: tuple[Section, ...] = (
+    before_after.SECTION,
+    uncontrolled.SECTION,
+    all_methods.SECTION,
+    feature_dims.SECTION,
+)
 PART: tuple[Section, ...] = (
     affine.SECTION,
     eps.SECTION,
@@ -89,6 +96,13 @@ def title(section: Section, setup: Setup) -> str:
     return section.label.format(method=METHODS[setup.method].label)
 
 
+def sections_for(source: Source) -> tuple[Section, ...]:
+    """The sections shown for an input: feature dimensions by size only for data that
+    may have outlier channels (a real source, an upload, the outliers generator)."""
+    skip = isinstance(source, Generated) and source.data != "outliers"
+    return tuple(s for s in SECTIONS if not (skip and s is feature_dims.SECTION))
+
+
 def setup_for(section: Section, setup: Setup) -> Setup:
     """The setup a section runs on: the input's leading part for the demonstrations."""
     return leading(setup) if section in PART else setup
@@ -105,12 +119,14 @@ __all__ = [
     "WHOLE",
     "Generated",
     "Setup",
+    "Source",
     "Uploaded",
     "choice_label",
     "example_setup",
     "input_caption",
     "input_tensor",
     "part_note",
+    "sections_for",
     "setup_for",
     "title",
     "upload_note",

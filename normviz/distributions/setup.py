@@ -25,6 +25,7 @@ from normviz.gate import Gate
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
+from normviz.pretrained import RealInput
 from normviz.sections import Progress
 
 # The sections after "All five methods" each demonstrate one property (γ/β, ε,
@@ -70,7 +71,7 @@ class Uploaded:
         raise NormConfigError("the uploaded file is no longer in memory: upload it again")
 
 
-Source = Generated | Uploaded
+Source = Generated | Uploaded | RealInput  # a real source: normviz.pretrained
 
 
 @dataclass(frozen=True)
