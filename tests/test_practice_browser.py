@@ -245,18 +245,23 @@ async def _clicks(url: str) -> dict:
     async with _browser() as b:
         p = await _open(b, f"{url}/practice?kind=cells", width=1400)
 
-        async def click(i: int) -> None:
-            box = await p.locator("[data-testid=stPlotlyChart] .nsewdrag").first.bounding_box()
+        async def click(i: int, n: int) -> None:
+            """Click cell i on the grid drawn after n picks (each pick draws a fresh chart,
+            keyed by the count; Plotly draws it after the run ends)."""
+            drag = p.locator(f".st-key-pr_cells_cells-0_chart{n} .nsewdrag").first
+            await drag.wait_for(state="visible")
+            box = await drag.bounding_box()
             row, col = divmod(i, n_cols)
             await p.mouse.click(
                 box["x"] + (col + 0.5) * box["width"] / n_cols,
                 box["y"] + (row + 0.5) * box["height"] / n_rows,
             )
+            await p.locator(f".st-key-pr_cells_cells-0_chart{n + 1}").wait_for()  # registered
             await _done(p)
 
         outside = next(i for i in range(ex.n_cells) if i not in group)
-        for i in [outside, *group[:-1], outside]:  # the second click drops `outside` again
-            await click(i)
+        for n, i in enumerate([outside, *group[:-1], outside]):  # the last click drops `outside`
+            await click(i, n)
         picked = await p.locator(".st-key-pr_cells_cells-0").inner_text()
         await p.locator(".st-key-pr_check button").click()
         await p.get_by_text("Answer:").wait_for()
