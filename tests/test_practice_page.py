@@ -85,6 +85,18 @@ def test_cells_grade_shows_missed_and_extra() -> None:
     assert '"missed (1)"' in spec and '"extra (1)"' in spec
 
 
+@pytest.mark.parametrize("query", [{"kind": "count"}, {"kind": "count", "class": ""}])
+def test_a_solo_link_carries_no_class(query: dict[str, str]) -> None:
+    """Practising alone, the URL names the exercise and no class (not even `class=`)."""
+    at = run_app("practice", query)
+    assert_clean(at)
+    assert not at.warning, [w.value for w in at.warning]
+    assert url_value(at, "kind") == "count" and url_value(at, "seed") == "0"
+    assert "class" not in at.query_params
+    at.button(key="pr_next").click().run()
+    assert url_value(at, "seed") == "1" and "class" not in at.query_params
+
+
 def test_a_bad_kind_in_a_link_falls_back_with_a_warning() -> None:
     at = run_app("practice", {"kind": "bogus", "class": ""})
     assert_clean(at)
@@ -151,5 +163,7 @@ def test_a_live_class_in_apptest(db: str) -> None:
     room = Classroom(db)
     assert room.get(code).question == 2
     teacher.button(key="pr_end").click().run()
+    assert "class" not in teacher.query_params  # the teacher practises alone again
     students[1].run()
     assert any("No open class" in e.value for e in students[1].error)
+    assert "class" not in students[1].query_params

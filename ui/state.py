@@ -259,7 +259,9 @@ def write_url(page: str) -> None:
     current = _query()
     for p in ns.PAGE_PARAMS.get(page, ()):
         if p.name in st.session_state:
-            want[p.name] = ns.fmt(st.session_state[p.name])
+            value = ns.fmt(st.session_state[p.name])
+            if value or p.default != "":  # an empty free text (no class code) is left out
+                want[p.name] = value
         elif current.get(p.name):  # not read this run (the page stopped early): kept
             want[p.name] = current[p.name][-1]
     if current != {k: [v] for k, v in want.items()}:
