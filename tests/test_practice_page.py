@@ -138,6 +138,7 @@ def test_a_live_class_in_apptest(db: str) -> None:
         assert_clean(s)
         assert not s.warning, [w.value for w in s.warning]
         assert ex.prompt in texts(s)
+        assert url_value(s, "kind") == "choose"  # the class's exercise, not the solo default
         s.radio(key=f"pr_choice_{code}-1").set_value(answer)
         s.run()
         s.button(key="pr_submit").click().run()
@@ -160,6 +161,7 @@ def test_a_live_class_in_apptest(db: str) -> None:
     assert "Live class, question 2" in texts(teacher)
     students[0].run()
     assert practice.exercise("count", 1).prompt in texts(students[0])
+    assert url_value(students[0], "kind") == "count"
     room = Classroom(db)
     assert room.get(code).question == 2
     teacher.button(key="pr_end").click().run()
