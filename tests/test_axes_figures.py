@@ -286,3 +286,15 @@ def test_invalid_settings_raise_a_config_error() -> None:
     with pytest.raises(NormConfigError, match="outside"):
         con = contract("layer", "BTC", (2, 3, 4))
         flat.make_flat_figure(torch.zeros(2, 3, 4), con, cell=(0, 3, 0))
+
+
+def test_presenter_mode_draws_fewer_larger_tick_numbers() -> None:
+    """At the projector's font size, eight numbers along a 3D axis run together; presenter
+    mode labels at most four, every label still the index of the cell under it."""
+    con = contract("layer", "BTC", (8, 8, 8))
+    for presenter, most in ((False, 8), (True, 4)):
+        scene = block.make_block_figure(con, presenter=presenter).layout.scene
+        for axis in (scene.xaxis, scene.yaxis, scene.zaxis):
+            assert 2 <= len(axis.ticktext) <= most
+            assert [int(t) for t in axis.ticktext] == [int(v) for v in axis.tickvals]
+        assert len(scene.xaxis.ticktext) == most

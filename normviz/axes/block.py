@@ -265,6 +265,7 @@ def make_block_figure(
     lengths = [e + 1.0 for e in extents]  # axis ranges −1 … e: equal units on every axis
     scale = 1.35 / math.hypot(*(v / max(lengths) for v in lengths))
     ratio = [v / max(lengths) * scale for v in lengths]
+    dense = 4 if presenter else 8  # tick labels along the longest axis
     scene_axes = {
         name: {
             "title": {"text": _axis_title(layout, shape, a)},
@@ -272,7 +273,9 @@ def make_block_figure(
             "showbackground": False,
             "showspikes": False,
             "tickfont": {"size": style.font_size(presenter) - 3},
-            **_ticks(a, win, max(2, round(8 * (e + 1) / max(lengths)))),
+            # fewer, larger numbers in presenter mode (a half-width column): 8 in a row
+            # at the projector's size run together
+            **_ticks(a, win, max(2, round(dense * (e + 1) / max(lengths)))),
         }
         for name, a, e in zip(("xaxis", "yaxis", "zaxis"), ax3, extents, strict=True)
     }
