@@ -223,7 +223,7 @@ def test_efficientnet_layer_choice_and_a_bad_layer() -> None:
     assert_clean(at)
     assert "(N, C, H, W) = (2, 32, 112, 112)" in _real_shape(at)
     picker = at.sidebar.selectbox(key="layer")  # readable labels; the URL keeps the name
-    assert picker.value == "_bn0" and at.query_params["layer"] == ["_bn0"]
+    assert picker.value == "_bn0" and at.query_params["layer"] == "_bn0"
     assert picker.options[0] == "stem BN (32 ch, 112×112)" and len(picker.options) == 49
     assert "block 16 of 16, projection BN (320 ch, 7×7)" in picker.options
     assert "stem BN (32 ch, 112×112) (module _bn0)" in unescaped(at.info[0].value)
