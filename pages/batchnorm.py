@@ -84,10 +84,12 @@ def _widget(fn: Any, name: str, **kw: Any) -> Any:
 
 
 def _knob(k: Knob, box: Any) -> Any:
-    """A section's own knob in `box` (a column): a radio for choices, a slider for a range."""
+    """A section's own knob in `box`: a radio for named choices, else a (labelled) slider."""
     if k.choices is not None:
-        label = bn.CHOICE_LABELS
-        return _widget(box.radio, k.name, horizontal=True, format_func=lambda v: label.get(v, v))
+        kw = {"format_func": lambda v: bn.choice_label(k.name, v)}
+        if isinstance(k.choices[0], int):
+            return _widget(box.select_slider, k.name, **kw)
+        return _widget(box.radio, k.name, horizontal=True, **kw)
     return _widget(box.slider, k.name, **({"step": 0.1} if isinstance(k.default, float) else {}))
 
 

@@ -76,6 +76,19 @@ def zeros_csv(size: int = 49_900_000) -> bytes:
     return b"0\n" * (size // 2)
 
 
+def png_bomb(side: int = 100_000) -> bytes:
+    """A PNG under 200 bytes whose header declares side × side RGB pixels."""
+    import zlib
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = struct.pack(">I", zlib.crc32(kind + body))
+        return struct.pack(">I", len(body)) + kind + body + crc
+
+    ihdr = struct.pack(">IIBBBBB", side, side, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"\0" * 1000)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+
+
 # name -> (file name, bytes builder, what the message must say, or None: it loads)
 HOSTILE: dict[str, tuple[str, Callable[[], bytes], str | None]] = {
     "shared references": ("shared.pt", shared_references, None),

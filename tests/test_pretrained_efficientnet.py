@@ -8,12 +8,14 @@ import socket
 import numpy as np
 import pytest
 import torch
+from hostile_payloads import png_bomb
 from PIL import Image
 from torch import nn
 
 from normviz import normalize
 from normviz.errors import NormConfigError
 from normviz.pretrained import efficientnet as ef
+from normviz.pretrained import photos as ph
 from normviz.pretrained.photos import (
     MAGIC,
     MAX_BYTES,
@@ -31,7 +33,24 @@ from normviz.running import RunningStats
 # monastery 663, castle 483; flower → daisy 985, mushroom 947, hen-of-the-woods 996,
 # bee 309, pot 738. With torchvision's ImageNet mean/std instead of (x − 127)/128 the
 # flower's top-1 probability halves (0.09 vs 0.20): the preprocessing here is the TF one.
-EXPECTED = {"china": (698, 975), "flower": (985,)}  # palace, lakeside; daisy
+# scikit-image's six (looked at, and top-5 measured once by hand, probability in brackets):
+# chelsea (a tabby-like cat) → Egyptian cat 285 (0.39), tiger cat 282, tabby 281, lynx 287;
+# coffee (a cup of coffee on a saucer) → espresso 967 (0.94), cup 968, consomme 925, coffee
+# mug 504; rocket (on its launch pad) → missile 657 (0.31), projectile 744, drilling
+# platform 540, space shuttle 812; motorcycle (stereo_motorcycle's left view) → moped 665
+# (0.72), motor scooter 670, disk brake 535, crash helmet 518; camera (the cameraman, grey)
+# → tripod 872 (0.94); clock (a wall clock, grey, blurred) → bubble 971 (0.68), spotlight
+# 818, wall clock 892. (astronaut was left out: bobsled 450, football helmet 560, ….)
+EXPECTED = {
+    "china": (698, 975),  # palace, lakeside
+    "flower": (985,),  # daisy
+    "chelsea": (285, 281),  # Egyptian cat, tabby
+    "coffee": (967, 968),  # espresso, cup
+    "rocket": (657, 744),  # missile, projectile
+    "motorcycle": (665, 670),  # moped, motor scooter
+    "camera": (872,),  # tripod
+    "clock": (892,),  # wall clock
+}
 
 
 class NoNetwork(OSError):
@@ -82,6 +101,54 @@ def test_top5_of_the_sample_photos() -> None:
         for cls in EXPECTED[name]:
             assert cls in row, (name, row.tolist())
     assert top[0, 0] == 698 and top[1, 0] == 985  # palace, daisy are top-1
+
+
+def test_top5_of_the_eight_scenes() -> None:
+    scenes = ph.scene_photos()
+    assert scenes.shape == (8, 224, 224, 3) and scenes.dtype == np.uint8
+    assert tuple(EXPECTED) == ph.SCENE_PHOTOS and ph.SCENE_PHOTOS[:2] == SAMPLE_PHOTOS
+    np.testing.assert_array_equal(scenes[:2], sample_photos())
+    assert len({s.tobytes() for s in scenes}) == 8  # eight different images
+    top = ef.top_k(ef.predict(scenes), 5)
+    for name, row in zip(ph.SCENE_PHOTOS, top, strict=True):
+        for cls in EXPECTED[name]:
+            assert cls in row, (name, row.tolist())
+            assert ef.class_name(cls).startswith(f"{cls} (")  # a name checked by hand
+    assert top[2:7, 0].tolist() == [285, 967, 657, 665, 872]  # cat, espresso, missile, …
+    for grey in ("camera", "clock"):  # greyscale, repeated over R, G and B
+        img = scenes[ph.SCENE_PHOTOS.index(grey)]
+        assert (img[..., 0] == img[..., 1]).all() and (img[..., 1] == img[..., 2]).all()
+
+
+def test_the_scikit_image_photos_load_offline(offline: None) -> None:
+    for name in ph.SCENE_PHOTOS[2:]:
+        a = ph.skimage_photo(name)
+        assert a.ndim == 3 and a.shape[2] == 3 and a.dtype == np.uint8 and min(a.shape[:2]) >= 224
+
+
+@pytest.mark.parametrize(
+    ("layer", "label"),
+    [
+        ("_bn0", "stem BN (32 ch, 112×112)"),
+        ("_blocks.0._bn1", "block 1 of 16, depthwise BN (32 ch, 112×112)"),
+        ("_blocks.1._bn0", "block 2 of 16, expansion BN (96 ch, 112×112)"),
+        ("_blocks.1._bn1", "block 2 of 16, depthwise BN (96 ch, 56×56)"),
+        (ef.DEFAULT_LAYER, "block 16 of 16, projection BN (320 ch, 7×7)"),
+        ("_bn1", "head BN (1280 ch, 7×7)"),
+    ],
+)
+def test_layer_labels(layer: str, label: str) -> None:
+    assert ef.layer_label(layer) == label
+
+
+def test_every_layer_label_agrees_with_a_forward_pass() -> None:
+    labels = [ef.layer_label(n) for n in ef.BN_LAYERS]
+    assert len(set(labels)) == 49
+    for n, text in zip(ef.BN_LAYERS, labels, strict=True):
+        _, c, h, w = ef.input_shape(1, n)  # measured by hooks on a forward pass
+        assert text.endswith(f"BN ({c} ch, {h}×{w})"), (n, text)
+    with pytest.raises(NormConfigError, match="not a BatchNorm layer"):
+        ef.layer_label("_fc")
 
 
 def _hook_io(net: nn.Module, layers: tuple[str, ...], x: torch.Tensor) -> dict:
@@ -190,19 +257,10 @@ def test_a_1x1_png_decodes() -> None:
 
 def test_a_png_bomb_is_refused_from_its_header() -> None:
     """A small file declaring 100k × 100k pixels: refused before any pixel is decoded."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
-        )
-
-    ihdr = struct.pack(">IIBBBBB", 100_000, 100_000, 8, 2, 0, 0, 0)
-    data = MAGIC["PNG"] + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 1000))
-    assert len(data) < 200
+    data = png_bomb(100_000)
+    assert len(data) < 200 and data.startswith(MAGIC["PNG"])
     with pytest.raises(NormConfigError, match="pixels"):
-        decode_upload(data + chunk(b"IEND", b""))
+        decode_upload(data)
 
 
 def test_a_big_declared_size_under_the_bomb_limit_is_still_refused() -> None:

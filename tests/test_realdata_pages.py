@@ -4,8 +4,10 @@ and a real browser on /axes."""
 
 from __future__ import annotations
 
+import io
 from urllib.parse import quote
 
+import numpy as np
 import pytest
 from conftest import (
     assert_clean,
@@ -16,12 +18,14 @@ from conftest import (
     url_value,
     wait_done,
 )
-from hostile_payloads import MARKDOWN, assert_inert
+from hostile_payloads import MARKDOWN, assert_inert, png_bomb
+from PIL import Image
 
 from benchmarks.common import page_ids, url_path
 from normviz import pretrained
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
 from normviz.pretrained import minilm
+from normviz.pretrained.photos import MAGIC
 from ui import params as ns
 from ui.pages import controls
 
@@ -218,6 +222,11 @@ def test_efficientnet_layer_choice_and_a_bad_layer() -> None:
     at = run_app("distributions", {"data": "efficientnet", "layer": "_bn0"}, timeout=300)
     assert_clean(at)
     assert "(N, C, H, W) = (2, 32, 112, 112)" in _real_shape(at)
+    picker = at.sidebar.selectbox(key="layer")  # readable labels; the URL keeps the name
+    assert picker.value == "_bn0" and at.query_params["layer"] == "_bn0"
+    assert picker.options[0] == "stem BN (32 ch, 112×112)" and len(picker.options) == 49
+    assert "block 16 of 16, projection BN (320 ch, 7×7)" in picker.options
+    assert "stem BN (32 ch, 112×112) (module _bn0)" in unescaped(at.info[0].value)
     bad = run_app("axes", {"data": "efficientnet", "layer": "_blocks.99._bn2"}, timeout=300)
     assert "is not a normalization layer of EfficientNet" in "\n".join(w.value for w in bad.warning)
 
@@ -231,3 +240,41 @@ def test_distributions_on_efficientnet_in_a_browser(page, server) -> None:
     wait_done(page)
     assert_no_exception(page)
     assert page.get_by_text("(N, C, H, W) = (2, 320, 7, 7)").count() >= 1
+
+
+def _png(w: int, h: int) -> bytes:
+    rng = np.random.default_rng(0)
+    buf = io.BytesIO()
+    Image.fromarray(rng.integers(0, 256, (h, w, 3), dtype=np.uint8)).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+@pytest.mark.browser
+def test_a_photo_upload_in_a_browser(page, server) -> None:
+    """The sidebar's photo uploader: a PNG joins the batch (N grows by one); a broken file
+    and a PNG declaring too many pixels are refused with a message, the page runs on."""
+    from conftest import open_app
+
+    slow = 180_000
+    open_app(page, server, "distributions?data=efficientnet")
+    page.get_by_text("fixed by EfficientNet-Lite0").first.wait_for(timeout=slow)
+    wait_done(page, timeout=slow)
+    page.get_by_text("(N, C, H, W) = (2, 320, 7, 7)").first.wait_for()
+    uploader = page.locator("[data-testid=stSidebar] input[type=file]")
+    cases = [
+        ("photo.png", _png(300, 200), "(3, 320, 7, 7)", None),
+        ("broken.png", MAGIC["PNG"] + b"\0" * 64, "(2, 320, 7, 7)", "broken or truncated"),
+        ("bomb.png", png_bomb(100_000), "(2, 320, 7, 7)", "4096 × 4096"),
+    ]
+    for name, data, shape, refused in cases:
+        uploader.set_input_files(files=[{"name": name, "mimeType": "image/png", "buffer": data}])
+        page.get_by_text(f"(N, C, H, W) = {shape}").first.wait_for(timeout=slow)
+        wait_done(page, timeout=slow)
+        assert_no_exception(page)
+        body = page.inner_text("body")
+        if refused is None:
+            assert "and your photo" in body and "was refused" not in body
+        else:
+            assert f"{name} was refused:" in body and refused in body
+            assert "and your photo" not in body
+        assert page.locator(".js-plotly-plot").count() >= 1  # the page still draws

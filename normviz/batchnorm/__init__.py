@@ -94,6 +94,16 @@ STEP_VIEWS: dict[str, Knob] = {running.SECTION.slug: running.STEP}
 VIEW_KNOBS: tuple[Knob, ...] = merge(STEP_VIEWS.values(), CHANNEL_VIEWS.values())
 # how a section knob's choice reads in its widget
 CHOICE_LABELS: dict[str, str] = {**{k: m.label for k, m in METHODS.items()}, **gradients.INITS}
+
+
+def choice_label(knob: str, value: object) -> str:
+    """How a section knob's choice reads in its widget: a method's or an initialization's
+    name; a layer of the real network by its number and place."""
+    if knob == realnet.LAYER.name:
+        return realnet.layer_choice(int(str(value)))
+    return CHOICE_LABELS.get(str(value), str(value))
+
+
 SIM = Knob("sim", SECTIONS[0].slug, choices=slugs(SECTIONS), label="Section")
 PART_SECTIONS: tuple[Section, ...] = tuple(p for parts in PARTS.values() for p in parts)
 KNOBS: tuple[Knob, ...] = merge(
@@ -122,6 +132,7 @@ __all__ = [
     "VIEW_KNOBS",
     "LabSetup",
     "check",
+    "choice_label",
     "convert_momentum",
     "example_setup",
     "memory_text",

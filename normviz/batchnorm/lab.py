@@ -10,11 +10,7 @@ the same batches (tests/test_batchnorm_*.py feed nn.BatchNorm those batches).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
-
-import torch
 
 from normviz.core import check_values, contract
 from normviz.errors import NormConfigError
@@ -23,6 +19,7 @@ from normviz.layouts import LAYOUTS
 from normviz.limits import SIZE_LIMITS, max_elements
 from normviz.methods import METHODS, STANDARD_METHODS
 from normviz.running import RunningStats
+from normviz.threads import one_thread  # noqa: F401  (the lab's sections import it from here)
 
 TITLE = "BatchNorm lab"
 
@@ -92,23 +89,6 @@ def snap_note(asked: int, used: int) -> str:
         f"The link asks for batch size {asked}; the batch-size slider moves in powers of two, "
         f"so the lab uses {used}, the nearest on a log scale."
     )
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block (and restore the count after).
-
-    The lab pushes thousands of tiny tensors through torch: waking a second thread
-    for each costs more than it saves, and far more when other work keeps the
-    cores busy. With torch's OpenMP backend the setting belongs to the calling
-    thread, so other sessions of the server keep theirs.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

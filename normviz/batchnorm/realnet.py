@@ -4,9 +4,8 @@ Two steps, cached apart: `SECTION` compares one BatchNorm layer's stored running
 statistics with the statistics of the current images, and runs the network with its
 BatchNorm layers in training mode on batches of 1, 2 and 8 images; `SHIFTED` moves the
 images (brightness, contrast, blur, noise), so the stored statistics go stale, and
-re-estimates them on the shifted images. The images are scikit-learn's two sample
-photos and three deterministic views of each (mirrored, zoomed, both): eight images of
-two scenes. The shared pretrained model is never changed: training mode and
+re-estimates them on the shifted images. The images: one photo of each of eight scenes
+(`photos.SCENES`). The shared pretrained model is never changed: training mode and
 re-estimation run on copies. Every sentence is computed from the numbers it describes.
 """
 
@@ -33,10 +32,10 @@ from normviz.sections import Progress, Section
 from normviz.sources import cite
 
 BATCHES: tuple[int, ...] = (1, 2, 8)  # training-mode batch sizes
-N_IMAGES = 8
+N_IMAGES = len(photos.SCENE_PHOTOS)  # 8
 LAYER = Knob(
     "bn_layer", ef.BN_LAYERS.index(ef.DEFAULT_LAYER) + 1, lo=1, hi=len(ef.BN_LAYERS),
-    label="BatchNorm layer (1 = first)",
+    choices=tuple(range(1, len(ef.BN_LAYERS) + 1)), label="BatchNorm layer (1 = first)",
 )  # fmt: skip
 SHIFT = Knob("bn_shift", "contrast", choices=photos.SHIFTS, label="Shift of the images")
 STRENGTH = Knob("bn_strength", 0.5, lo=0.0, hi=1.0, label="Shift strength")
@@ -44,10 +43,10 @@ PRIOR = Knob("bn_prior", 16, lo=0, hi=256, label="Prior N (stored statistics' we
 
 INTRO = (
     "EfficientNet-Lite0, trained on ImageNet, has 49 BatchNorm layers; each stores the "
-    "running mean and variance it collected during training. Here they meet real photos: "
-    "scikit-learn's two sample photos (a palace, a flower) and three views of each "
-    "(mirrored, zoomed 75 %, both), eight images of two scenes. The left panels put a "
-    "layer's stored statistics beside those of the eight images, one dot per channel; the "
+    "running mean and variance it collected during training. Here they meet eight real "
+    f"photos of eight scenes ({', '.join(photos.SCENES.values())}; scikit-learn's and "
+    "scikit-image's sample photos). The left panels put a "
+    "layer's stored statistics beside those of the eight photos, one dot per channel; the "
     "table runs the whole network with its BatchNorm layers in *training* mode (batch "
     "statistics) on batches of 1, 2 and 8 images, against evaluation mode."
 )
@@ -62,10 +61,15 @@ SHIFTED_INTRO = (
 )
 
 
+def layer_choice(index: int) -> str:
+    """A `bn_layer` choice as its widget shows it: "48 · block 16 of 16, projection BN …"."""
+    return f"{index} · {ef.layer_label(ef.BN_LAYERS[int(index) - 1])}"
+
+
 @functools.cache
 def images() -> np.ndarray:
-    """The eight images: the two sample photos, then mirrored, zoomed, zoomed mirrored."""
-    out = photos.views(photos.sample_photos())
+    """The eight photos, one per scene of `photos.SCENES`, in that order."""
+    out = photos.scene_photos()
     out.setflags(write=False)
     return out
 
@@ -119,16 +123,10 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Real
     drift = [np.linalg.norm(m - logits) / np.linalg.norm(logits) for m in modes]
     hw = min(h * w for _, _, h, w in (ef.input_shape(1, n) for n in ef.BN_LAYERS))
     return RealNet(
-        layer,
-        index,
-        ef.input_shape(N_IMAGES, layer),
-        *ef.stored_stats(layer),
-        *stats[layer],
-        logits.argmax(-1),
-        np.stack([m.argmax(-1) for m in modes]),
-        np.asarray(drift),
+        layer, index, ef.input_shape(N_IMAGES, layer), *ef.stored_stats(layer), *stats[layer],
+        logits.argmax(-1), np.stack([m.argmax(-1) for m in modes]), np.asarray(drift),
         np.asarray([b * hw for b in BATCHES]),
-    )
+    )  # fmt: skip
 
 
 def agreement(a: np.ndarray, b: np.ndarray) -> float:
@@ -161,7 +159,7 @@ def figure(res: RealNet, presenter: bool = False) -> go.Figure:
     fig.update_xaxes(type="log", row=1, col=2)
     fig.update_yaxes(type="log", row=1, col=2)
     fig.update_layout(
-        title=f"Layer {res.index}: {res.layer}, input {' × '.join(map(str, res.shape))}",
+        title=f"Layer {res.index} ({res.layer}): {ef.layer_label(res.layer)}",
         legend={"orientation": "h", "y": -0.25},
     )
     return style.apply(fig, presenter, height=440)
@@ -186,12 +184,12 @@ def notes(res: RealNet) -> Sequence[str]:
     z = np.abs(res.image_mean - res.stored_mean) / ef.denominator(res.stored_var)
     r = float(np.corrcoef(res.stored_mean, res.image_mean)[0, 1])
     out = [
-        f"Layer {res.index} ({res.layer}, {res.shape[1]} channels): the eight images' "
+        f"Layer {res.index} ({ef.layer_label(res.layer)}): the eight photos' "
         f"variance (+ ε) is {np.median(ratio):.2g}× the stored one in the median channel "
         f"(from {ratio.min():.2g}× to {ratio.max():.2g}×); their means lie within one stored "
         f"σ = √(variance + ε) of the stored means in {np.mean(z < 1):.0%} of the channels, "
-        f"and correlate with them at r = {r:.2f}. Two scenes are not ImageNet: the stored "
-        "statistics average over the whole training set.",
+        f"and correlate with them at r = {r:.2f}. Eight photos are not ImageNet: the "
+        "stored statistics average over the whole training set.",
     ]
     agree = [round(agreement(t, res.eval_top1) * N_IMAGES) for t in res.train_top1]
     pairs = zip(agree, BATCHES, strict=True)
@@ -200,12 +198,7 @@ def notes(res: RealNet) -> Sequence[str]:
         "batch instead: the top-1 class agrees with evaluation mode for "
         + ", ".join(f"{a} of {N_IMAGES} images at batch {b}" for a, b in pairs)
         + f" (logits move by {res.drift.min():.0%}–{res.drift.max():.0%} of their size)."
-        + (
-            " A batch of two scenes is a poor stand-in for the population the network was "
-            "trained on: inference uses evaluation mode, whatever the batch."
-            if min(agree) < N_IMAGES
-            else ""
-        )
+        + _batch_lesson(agree)
     )
     out.append(
         "A batch of one image still runs in training mode: the smallest feature map any "
@@ -218,10 +211,27 @@ def notes(res: RealNet) -> Sequence[str]:
     return out
 
 
+def _batch_lesson(agree: Sequence[int]) -> str:
+    """What the training-mode agreements (per batch size in BATCHES) say, from the counts."""
+    big = BATCHES[-1]
+    if min(agree) == N_IMAGES:
+        return ""
+    if agree[-1] == N_IMAGES:
+        who = f"Only batches of {big} keep every class: smaller batches are"
+    elif agree[-1] > agree[0]:
+        who = f"More agree at batch {big} than at batch {BATCHES[0]}, but {big} photos are"
+    else:
+        who = f"Even {big} photos are"
+    return (
+        f" {who} a poor stand-in for the population the network was trained on: inference "
+        "uses evaluation mode, whatever the batch."
+    )
+
+
 def alt(res: RealNet) -> Sequence[str]:
     return (
-        f"Two scatter plots for layer {res.index} ({res.layer}), one dot per channel "
-        f"({res.shape[1]}): the eight images' mean against the stored running mean, and their "
+        f"Two scatter plots for layer {res.index} ({ef.layer_label(res.layer)}), one dot per "
+        "channel: the eight photos' mean against the stored running mean, and their "
         "variance against the stored running variance on log axes, with the line where "
         "they are equal.",
     )
@@ -331,9 +341,7 @@ def shifted_figure(res: Shifted, presenter: bool = False) -> go.Figure:
 
 def shifted_table(res: Shifted) -> pd.DataFrame:
     """One row per image: its clean class and its class under each set of statistics."""
-    names = [f"{p} {v}" for v in ("", "mirrored", "zoomed", "zoomed mirrored") for p in
-             photos.SAMPLE_PHOTOS]  # fmt: skip
-    data: dict[str, list] = {"image": [n.strip() for n in names]}
+    data: dict[str, list] = {"image": [f"{n}: {what}" for n, what in photos.SCENES.items()]}
     data["clean (stored statistics)"] = [ef.class_name(c) for c in res.clean_top1]
     for label, f in BARS:
         label = label.replace("prior N", f"N = {res.prior}")
@@ -354,20 +362,24 @@ def shifted_notes(res: Shifted) -> Sequence[str]:
     ]
     if reest_n < stored_n:
         out.append(
-            "Re-estimating *hurt* here: eight views of two scenes are a tiny, far from "
-            "representative sample, so their statistics replace ImageNet's population "
-            f"statistics with those of two photos. {cite('schneider2020')} adapt on many "
+            "Re-estimating *hurt* here: eight photos are a tiny, far from representative "
+            "sample, so their statistics replace ImageNet's population statistics with "
+            f"those of eight photos. {cite('schneider2020')} adapt on many "
             "corrupted images at once, and for small samples mix in the stored statistics "
             "(the prior N); the statistics of a batch are only as good as the batch "
             f"({cite('wu2021')})."
         )
     elif reest_n > stored_n:
         out.append(
-            "Re-estimating helped: the stored statistics were stale enough that even eight "
-            "images' statistics describe the shifted inputs better."
+            "Re-estimating helped: with the stored statistics this stale, the statistics "
+            "of eight shifted photos kept more clean classes."
         )
     else:
         out.append("Re-estimating on the shifted batch kept as many classes as the stored ones.")
+    if res.prior and prior_n > max(stored_n, reest_n):
+        out.append(f"Mixing the two at N = {res.prior} kept more classes than either alone.")
+    elif res.prior and prior_n < min(stored_n, reest_n):
+        out.append(f"Mixing the two at N = {res.prior} kept fewer classes than either alone.")
     return out
 
 

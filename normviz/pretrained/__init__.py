@@ -148,7 +148,8 @@ def _efficientnet(inp: RealInput, images: np.ndarray | None) -> RealTensor:
     x = efficientnet.bn_inputs(batch, layer)
     which = ", ".join(photos.SAMPLE_PHOTOS) + (" and your photo" if images is not None else "")
     text = (
-        f"EfficientNet-Lite0 (ImageNet weights), BatchNorm {layer}: the activations "
+        f"EfficientNet-Lite0 (ImageNet weights), {efficientnet.layer_label(layer)} "
+        f"(module {layer}): the activations "
         f"entering this layer for {len(batch)} photos ({which}, each resized to 224 × 224). "
         f"Shape (N, C, H, W) = {x.shape}; the network normalizes each channel with its "
         f"stored running statistics, ε = {efficientnet.BN_EPS:g}."
@@ -166,6 +167,12 @@ def _effnet_default() -> str:
     from normviz.pretrained import efficientnet
 
     return efficientnet.DEFAULT_LAYER
+
+
+def _effnet_label(name: str) -> str:
+    from normviz.pretrained import efficientnet
+
+    return efficientnet.layer_label(name)
 
 
 SOURCES: dict[str, RealSource] = {
@@ -188,11 +195,12 @@ SOURCES: dict[str, RealSource] = {
             "efficientnet",
             "EfficientNet-Lite0 (real photos)",
             "a pretrained CNN's activations entering one of its BatchNorm layers, for "
-            "scikit-learn's sample photos and a photo you upload",
+            "scikit-learn's two sample photos (a small batch keeps every page fast; the "
+            "BatchNorm lab's real network runs eight scenes) and a photo you upload",
             "NCHW",
             _effnet_layers,
             _effnet_default,
-            str,
+            _effnet_label,
             _efficientnet,
             uses_photo=True,
             shrink="pick a later layer (smaller H and W)",

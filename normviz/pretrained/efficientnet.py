@@ -12,6 +12,7 @@ than at the top/left (a `ZeroPad2d` module before the convolution, sized for the
     x = preprocess(photos)            # (N, 224, 224, 3) uint8 RGB → (N, 3, 224, 224) float
     model()(x)                        # logits (N, 1000), ImageNet class order
     bn_inputs(photos, DEFAULT_LAYER)  # the tensor entering one BatchNorm layer (NCHW)
+    layer_label(DEFAULT_LAYER)        # "block 16 of 16, projection BN (320 ch, 7×7)"
 
 The module is plain torch modules without data-dependent control flow, so torch.fx
 traces it (the /choose audit does).
@@ -153,6 +154,33 @@ BN_LAYERS: tuple[str, ...] = tuple(
     n for n, m in EfficientNetLite0().named_modules() if isinstance(m, nn.BatchNorm2d)
 )  # the 49 BatchNorm layers, in forward order
 DEFAULT_LAYER = "_blocks.15._bn2"  # the last block's output BN: (N, 320, 7, 7)
+
+
+@functools.cache
+def _labels() -> dict[str, str]:
+    """Each BatchNorm layer's readable name, from the architecture (no forward pass)."""
+
+    def bn(what: str, c: int, side: int) -> str:
+        return f"{what} BN ({c} ch, {side}×{side})"
+
+    size = SIZE // 2  # after the stride-2 stem
+    out = {"_bn0": bn("stem", STEM, size)}
+    blocks = block_configs()
+    for i, (_, stride, expand, cin, cout) in enumerate(blocks):
+        where, after = f"block {i + 1} of {len(blocks)}", -(-size // stride)
+        if expand != 1:
+            out[f"_blocks.{i}._bn0"] = f"{where}, {bn('expansion', cin * expand, size)}"
+        out[f"_blocks.{i}._bn1"] = f"{where}, {bn('depthwise', cin * expand, after)}"
+        out[f"_blocks.{i}._bn2"] = f"{where}, {bn('projection', cout, after)}"
+        size = after
+    out["_bn1"] = bn("head", HEAD, size)
+    return out
+
+
+def layer_label(layer: str) -> str:
+    """A BatchNorm layer as a reader sees it: "block 16 of 16, projection BN (320 ch, 7×7)"."""
+    check_layer(layer)
+    return _labels()[layer]
 
 
 def stored_stats(layer: str) -> tuple[np.ndarray, np.ndarray]:
@@ -321,6 +349,9 @@ def blend(reestimated: nn.Module, prior: float, n: int) -> nn.Module:
 CLASS_NAMES: dict[int, str] = {
     698: "palace", 442: "bell cote", 975: "lakeside", 663: "monastery", 483: "castle",
     985: "daisy", 947: "mushroom", 996: "hen-of-the-woods", 309: "bee", 738: "pot",
+    285: "Egyptian cat", 282: "tiger cat", 281: "tabby", 967: "espresso", 968: "cup",
+    657: "missile", 744: "projectile", 812: "space shuttle", 665: "moped",
+    670: "motor scooter", 872: "tripod", 892: "wall clock", 971: "bubble",
 }  # fmt: skip
 
 

@@ -19,14 +19,15 @@ from __future__ import annotations
 import functools
 import re
 import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from normviz.threads import one_thread
 
 EPS = 1e-12  # the model's layer_norm_eps
 FEATURES = 384
@@ -149,17 +150,6 @@ def encode(texts: Sequence[str]) -> dict[str, torch.Tensor]:
     )
 
 
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """One torch thread: on a shared machine, faster than contending for every core."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def forward(batch: dict[str, torch.Tensor], layers: Sequence[str]) -> dict[str, torch.Tensor]:
     """Run the model; {layer: (input, output)} of each LayerNorm named, stacked as (2, B, T, C)."""
     m, caught = model(), {}
@@ -172,7 +162,7 @@ def forward(batch: dict[str, torch.Tensor], layers: Sequence[str]) -> dict[str, 
 
     handles = [m.get_submodule(n).register_forward_hook(hook(n)) for n in layers]
     try:
-        with _one_thread(), torch.inference_mode():
+        with one_thread(), torch.inference_mode():
             m(**batch)
     finally:
         for h in handles:
@@ -206,7 +196,7 @@ def embed(texts: Sequence[str]) -> np.ndarray:
     """Sentence embeddings as the model's sentence-transformers config makes them: the
     last hidden state averaged over real tokens (mean pooling), then L2-normalized."""
     batch = encode(texts)
-    with _one_thread(), torch.inference_mode():
+    with one_thread(), torch.inference_mode():
         h = model()(**batch).last_hidden_state
     mask = batch["attention_mask"].unsqueeze(-1).to(h.dtype)
     pooled = (h * mask).sum(1) / mask.sum(1).clamp(min=1e-9)

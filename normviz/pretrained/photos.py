@@ -1,6 +1,7 @@
-"""Photos for EfficientNet-Lite0: scikit-learn's two sample photos, and hardened uploads.
+"""Photos for EfficientNet-Lite0: sample photos of eight scenes, and hardened uploads.
 
-    sample_photos()          # (2, 224, 224, 3) uint8: china, flower
+    sample_photos()          # (2, 224, 224, 3) uint8: china, flower (scikit-learn's)
+    scene_photos()           # (8, 224, 224, 3) uint8: those two and six of scikit-image's
     to_input(img)            # any (H, W, 3) uint8 → (224, 224, 3): short side, centre crop
     decode_upload(data)      # PNG/JPEG bytes → (H, W, 3) uint8, or NormConfigError
 
@@ -23,6 +24,20 @@ from normviz.errors import NormConfigError
 
 SIDE = 224
 SAMPLE_PHOTOS: tuple[str, ...] = ("china", "flower")  # scikit-learn's load_sample_images()
+# Eight scenes with an ImageNet class (checked by hand, pinned in the tests): scikit-learn's
+# two, then six that scikit-image's wheel ships (skimage.data, no download). "camera" and
+# "clock" are greyscale (the grey repeated in R, G and B).
+SCENES: dict[str, str] = {
+    "china": "a palace above a lake",
+    "flower": "a dahlia",
+    "chelsea": "a cat",
+    "coffee": "a cup of coffee",
+    "rocket": "a rocket on its launch pad",
+    "motorcycle": "a motorcycle",
+    "camera": "a greyscale cameraman at a tripod",
+    "clock": "a greyscale wall clock",
+}
+SCENE_PHOTOS: tuple[str, ...] = tuple(SCENES)
 MAX_BYTES = 8 * 2**20  # 8 MB
 MAX_PIXELS = 4096 * 4096  # width × height, from the header
 MAGIC: dict[str, bytes] = {"PNG": b"\x89PNG\r\n\x1a\n", "JPEG": b"\xff\xd8\xff"}
@@ -58,6 +73,35 @@ def _samples() -> np.ndarray:
 def sample_photos() -> np.ndarray:
     """scikit-learn's sample photos (china, flower) as (2, 224, 224, 3) uint8 (a copy)."""
     return _samples().copy()
+
+
+def skimage_photo(name: str) -> np.ndarray:
+    """One of scikit-image's photos in SCENE_PHOTOS, (H, W, 3) uint8 as stored in the wheel."""
+    import skimage.data
+
+    loaders = {
+        "chelsea": skimage.data.chelsea,
+        "coffee": skimage.data.coffee,
+        "rocket": skimage.data.rocket,
+        "motorcycle": lambda: skimage.data.stereo_motorcycle()[0],  # the left view
+        "camera": skimage.data.camera,
+        "clock": skimage.data.clock,
+    }
+    a = np.asarray(loaders[name]())
+    return np.repeat(a[..., None], 3, axis=-1) if a.ndim == 2 else a
+
+
+@functools.cache
+def _scenes() -> np.ndarray:
+    skimage_part = [to_input(skimage_photo(n)) for n in SCENE_PHOTOS[len(SAMPLE_PHOTOS) :]]
+    out = np.concatenate([_samples(), np.stack(skimage_part)])
+    out.setflags(write=False)
+    return out
+
+
+def scene_photos() -> np.ndarray:
+    """The eight scenes of SCENE_PHOTOS as (8, 224, 224, 3) uint8 (a copy): one photo each."""
+    return _scenes().copy()
 
 
 def _kind(data: bytes) -> str:
@@ -129,7 +173,7 @@ def _to_rgb(im: Image.Image) -> Image.Image:
     return im.convert("RGB")
 
 
-# ---- a batch of eight views, and shifts that make BatchNorm's stored statistics stale ----
+# ---- shifts that make BatchNorm's stored statistics stale ----
 
 SHIFTS: tuple[str, ...] = ("none", "brightness", "contrast", "blur", "noise")
 SHIFT_TEXT: dict[str, str] = {  # what strength s ∈ [0, 1] does
@@ -139,27 +183,6 @@ SHIFT_TEXT: dict[str, str] = {  # what strength s ∈ [0, 1] does
     "blur": "a Gaussian blur of radius 4·s pixels",
     "noise": "Gaussian noise of σ = 80·s grey levels per pixel (seeded)",
 }
-
-
-def views(photos: np.ndarray) -> np.ndarray:
-    """(N, 224, 224, 3) → (4N, …): the photos, mirrored, a 75 % centre zoom, zoom mirrored."""
-    p = np.asarray(photos)
-    flip = p[:, :, ::-1]
-
-    def zoom(a: np.ndarray) -> np.ndarray:
-        c = SIDE // 8  # crop 28 px each side, scale back to 224
-        return np.stack(
-            [
-                np.asarray(
-                    Image.fromarray(np.ascontiguousarray(i[c:-c, c:-c])).resize(
-                        (SIDE, SIDE), Image.Resampling.BILINEAR
-                    )
-                )
-                for i in a
-            ]
-        )
-
-    return np.ascontiguousarray(np.concatenate([p, flip, zoom(p), zoom(flip)]))
 
 
 def shifted(images: np.ndarray, kind: str, strength: float, seed: int = 0) -> np.ndarray:

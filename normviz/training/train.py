@@ -10,10 +10,8 @@ the speed benchmark.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -22,6 +20,7 @@ from torch import nn
 
 from normviz.gate import Gate
 from normviz.sections import Progress, no_progress
+from normviz.threads import single_threaded
 from normviz.training.data import CLASSES, batches, digits
 from normviz.training.models import NORMS, Net, build
 from normviz.training.wide import Variant, Wide
@@ -71,24 +70,7 @@ class Outcome:
     curve_acc: np.ndarray  # (checkpoints, M) validation accuracy along training
 
 
-T = TypeVar("T")
 Hook = Callable[[Wide, int, torch.Tensor, torch.Tensor], None]
-
-
-def single_threaded(fn: Callable[..., T]) -> Callable[..., T]:
-    """Run `fn` with torch on one thread (tiny tensors: a second thread only costs), then
-    give the caller back its own thread count (torch's setting is per calling thread)."""
-
-    @functools.wraps(fn)
-    def wrapped(*args: Any, **kwargs: Any) -> T:
-        saved = torch.get_num_threads()
-        torch.set_num_threads(1)
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            torch.set_num_threads(saved)
-
-    return wrapped
 
 
 def inputs(net: Net, x: torch.Tensor) -> torch.Tensor:
