@@ -196,7 +196,7 @@ def test_figures_tables_notes(result: rn.RealNet) -> None:
     assert "More agree at batch 8 than at batch 1, but 8 photos are a poor stand-in" in notes
     assert "block 16 of 16, projection BN (320 ch, 7×7)" in notes
     ratio = (result.image_var + 1e-3) / (result.stored_var + 1e-3)
-    assert f"{np.median(ratio):.2g}× the stored one" in notes
+    assert f"{np.median(ratio):#.2g}× the stored one" in notes
     assert rn.SECTION.alt_text(result, fig)[0].startswith("Two scatter plots for layer 48")
     assert fig.layout.title.text == "Layer 48 (_blocks.15._bn2): " + ef.layer_label(
         ef.DEFAULT_LAYER

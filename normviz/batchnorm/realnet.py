@@ -37,8 +37,8 @@ LAYER = Knob(
     "bn_layer", ef.BN_LAYERS.index(ef.DEFAULT_LAYER) + 1, lo=1, hi=len(ef.BN_LAYERS),
     choices=tuple(range(1, len(ef.BN_LAYERS) + 1)), label="BatchNorm layer (1 = first)",
 )  # fmt: skip
-SHIFT = Knob("bn_shift", "contrast", choices=photos.SHIFTS, label="Shift of the images")
-STRENGTH = Knob("bn_strength", 0.5, lo=0.0, hi=1.0, label="Shift strength")
+SHIFT = Knob("bn_shift", "brightness", choices=photos.SHIFTS, label="Shift of the images")
+STRENGTH = Knob("bn_strength", 1.0, lo=0.0, hi=1.0, label="Shift strength")
 PRIOR = Knob("bn_prior", 16, lo=0, hi=256, label="Prior N (stored statistics' weight)")
 
 INTRO = (
@@ -185,8 +185,8 @@ def notes(res: RealNet) -> Sequence[str]:
     r = float(np.corrcoef(res.stored_mean, res.image_mean)[0, 1])
     out = [
         f"Layer {res.index} ({ef.layer_label(res.layer)}): the eight photos' "
-        f"variance (+ ε) is {np.median(ratio):.2g}× the stored one in the median channel "
-        f"(from {ratio.min():.2g}× to {ratio.max():.2g}×); their means lie within one stored "
+        f"variance (+ ε) is {np.median(ratio):#.2g}× the stored one in the median channel "
+        f"(from {ratio.min():#.2g}× to {ratio.max():#.2g}×); their means lie within one stored "
         f"σ = √(variance + ε) of the stored means in {np.mean(z < 1):.0%} of the channels, "
         f"and correlate with them at r = {r:.2f}. Eight photos are not ImageNet: the "
         "stored statistics average over the whole training set.",
