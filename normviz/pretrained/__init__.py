@@ -10,9 +10,11 @@ tensor; `build(inp)` makes it. The models import lazily, on first use.
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -89,6 +91,17 @@ class RealSource:
     shrink: str = "make an axis smaller"  # how to get under the element cap
 
 
+def _lazy(module: str, name: str) -> Callable[..., Any]:
+    """`normviz.pretrained.<module>.<name>`, looked up when first needed (importing MiniLM's
+    module imports transformers): a constant as it is, a function called with the args."""
+
+    def get(*args: Any) -> Any:
+        value = getattr(importlib.import_module(f"normviz.pretrained.{module}"), name)
+        return value(*args) if callable(value) else value
+
+    return get
+
+
 # ---- MiniLM ------------------------------------------------------------------------------
 
 
@@ -117,24 +130,6 @@ def _minilm(inp: RealInput, images: np.ndarray | None) -> RealTensor:
     return RealTensor(x, text, info.tokens)
 
 
-def _minilm_layers() -> tuple[str, ...]:
-    from normviz.pretrained import minilm
-
-    return minilm.LN_LAYERS
-
-
-def _minilm_default() -> str:
-    from normviz.pretrained import minilm
-
-    return minilm.DEFAULT_LAYER
-
-
-def _minilm_label(name: str) -> str:
-    from normviz.pretrained import minilm
-
-    return minilm.layer_label(name)
-
-
 # ---- EfficientNet-Lite0 ------------------------------------------------------------------
 
 
@@ -157,24 +152,6 @@ def _efficientnet(inp: RealInput, images: np.ndarray | None) -> RealTensor:
     return RealTensor(np.ascontiguousarray(x, dtype=np.float32), text)
 
 
-def _effnet_layers() -> tuple[str, ...]:
-    from normviz.pretrained import efficientnet
-
-    return efficientnet.BN_LAYERS
-
-
-def _effnet_default() -> str:
-    from normviz.pretrained import efficientnet
-
-    return efficientnet.DEFAULT_LAYER
-
-
-def _effnet_label(name: str) -> str:
-    from normviz.pretrained import efficientnet
-
-    return efficientnet.layer_label(name)
-
-
 SOURCES: dict[str, RealSource] = {
     s.key: s
     for s in (
@@ -184,9 +161,9 @@ SOURCES: dict[str, RealSource] = {
             "a pretrained transformer's hidden states entering one of its LayerNorms, "
             "for sentences you type",
             "BTC",
-            _minilm_layers,
-            _minilm_default,
-            _minilm_label,
+            _lazy("minilm", "LN_LAYERS"),
+            _lazy("minilm", "DEFAULT_LAYER"),
+            _lazy("minilm", "layer_label"),
             _minilm,
             uses_text=True,
             shrink="use fewer or shorter sentences",
@@ -198,9 +175,9 @@ SOURCES: dict[str, RealSource] = {
             "scikit-learn's two sample photos (a small batch keeps every page fast; the "
             "BatchNorm lab's real network runs eight scenes) and a photo you upload",
             "NCHW",
-            _effnet_layers,
-            _effnet_default,
-            _effnet_label,
+            _lazy("efficientnet", "BN_LAYERS"),
+            _lazy("efficientnet", "DEFAULT_LAYER"),
+            _lazy("efficientnet", "layer_label"),
             _efficientnet,
             uses_photo=True,
             shrink="pick a later layer (smaller H and W)",
