@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from signals import same_looking
 
 from normviz.errors import Refusal
 from normviz.knobs import Knob
@@ -110,7 +111,7 @@ TOPICS = {p.path: importlib.import_module(p.topic) for p in PAGES}
 SECTIONS = [
     pytest.param(path, s, id=f"{path}:{s.slug}")
     for path, mod in TOPICS.items()
-    for s in getattr(mod, "SECTIONS", ())
+    for s in (*getattr(mod, "SECTIONS", ()), *getattr(mod, "PART_SECTIONS", ()))
 ]
 
 
@@ -131,7 +132,11 @@ def test_section_interface(path: str, section: Section) -> None:
     names = [k.name for k in section.knobs]
     assert len(set(names)) == len(names)
     assert all(isinstance(k, Knob) for k in section.knobs)
-    setup = TOPICS[path].example_setup()
+    mod = TOPICS[path]
+    setup = mod.example_setup()
+    if section in getattr(mod, "PART_SECTIONS", ()):  # a part runs on its owner's result
+        owner = next(s for s in mod.SECTIONS if section in mod.PARTS.get(s.slug, ()))
+        setup = mod.part_setup(section, setup, owner.run(setup, owner.defaults(), no_progress))
     ran = 0
     for knobs in (section.defaults(), section.maxima()):
         try:
@@ -145,6 +150,7 @@ def test_section_interface(path: str, section: Section) -> None:
             assert fig is None or isinstance(fig, go.Figure)
             if fig is not None:
                 assert len(fig.to_json()) <= MAX_FIGURE_BYTES, section.slug
+                assert not same_looking(fig), same_looking(fig)  # colour is not the only signal
         df = section.table(res)
         assert df is None or isinstance(df, pd.DataFrame)
         notes = list(section.notes(res))
