@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import plotly.graph_objects as go
 import plotly.io as pio
+
+from normviz.figures.spec import Spec
+
+F = TypeVar("F", go.Figure, Spec)  # style.apply and top_room take either, return it
 
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 PALETTE: tuple[str, ...] = (
@@ -81,17 +87,23 @@ def font_size(presenter: bool = False) -> int:
     return round(BASE_FONT * (PRESENTER_SCALE if presenter else 1.0))
 
 
-def apply(fig: go.Figure, presenter: bool = False, height: int | None = None) -> go.Figure:
+def title_of(fig: go.Figure | Spec) -> str | None:
+    """The figure's title text."""
+    return fig.title if isinstance(fig, Spec) else fig.layout.title.text
+
+
+def apply(fig: F, presenter: bool = False, height: int | None = None) -> F:
     """House layout: large fonts, white background, compact margins."""
     size = font_size(presenter)
     fig.update_layout(
-        font={"family": FONT_FAMILY, "size": size},
-        title_font={"size": round(size * 1.15)},
-        margin={"l": 10, "r": 10, "t": 50 if fig.layout.title.text else 20, "b": 10},
-        legend={"font": {"size": size}},
+        {
+            "font": {"family": FONT_FAMILY, "size": size},
+            "title": {"font": {"size": round(size * 1.15)}},
+            "margin": {"l": 10, "r": 10, "t": 50 if title_of(fig) else 20, "b": 10},
+            "legend": {"font": {"size": size}},
+        }
+        | ({} if height is None else {"height": height})
     )
-    if height is not None:
-        fig.update_layout(height=height)
     return fig
 
 
@@ -100,11 +112,11 @@ def lines(text: object) -> int:
     return str(text or "").count("<br>") + 1 if text else 0
 
 
-def top_room(fig: go.Figure, presenter: bool = False, below: int = 0) -> go.Figure:
+def top_room(fig: F, presenter: bool = False, below: int = 0) -> F:
     """Pin the title to the top and make the top margin hold all its lines, and `below`
     more lines of figure text under it (panel titles, a note); call after `apply`."""
     size = font_size(presenter)
-    title = fig.layout.title.text
+    title = title_of(fig)
     n, title_px = lines(title), size * 1.15
     top = round(1.3 * (n * title_px + below * size)) + 20
     fig.update_layout(margin={"t": top})

@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.core import Contract, as_tensor
 from normviz.distributions.histograms import Histogram, Tensorish, bars, histogram, moments_text
 from normviz.distributions.moments import expanded_names, group_moments
 from normviz.distributions.setup import Setup, gated, input_tensor, norm
+from normviz.figures.spec import Spec
 from normviz.knobs import Value
 from normviz.methods import METHODS
 from normviz.sections import Progress, Section
@@ -157,13 +157,10 @@ def make_before_after_figure(
 ) -> go.Figure:
     """The values before and after one method, side by side, each on its own x-range."""
     label = METHODS[method].label
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=(
-            f"before: {moments_text(before)}",
-            f"{after_label}: {moments_text(after)}",
-        ),
+    fig = Spec.grid(
+        1,
+        2,
+        (f"before: {moments_text(before)}", f"{after_label}: {moments_text(after)}"),
         horizontal_spacing=0.08,
     )
     fig.add_trace(bars(before, style.BEFORE, "before"), 1, 1)
@@ -173,9 +170,9 @@ def make_before_after_figure(
         showlegend=False,
         bargap=0,
     )
-    fig.update_yaxes(title_text="values", row=1, col=1)
-    fig.update_xaxes(title_text="value")
-    return style.apply(fig, presenter, height=380)
+    fig.update_yaxes(title="values", row=1, col=1)
+    fig.update_xaxes(title="value")
+    return style.apply(fig, presenter, height=380).figure()
 
 
 def figure(res: BeforeAfter, presenter: bool) -> go.Figure:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-import plotly.graph_objects as go
 import torch
 
 from normviz.core import as_tensor
+from normviz.figures.spec import trace
 
 HIST_BINS = 60
 
@@ -111,13 +112,16 @@ def _mean_std(t: torch.Tensor) -> tuple[float, float]:
 # ---- drawing ---------------------------------------------------------------------------
 
 
-def bars(h: Histogram, colour: str, name: str, opacity: float = 1.0, pattern: str = "") -> go.Bar:
+def bars(
+    h: Histogram, colour: str, name: str, opacity: float = 1.0, pattern: str = ""
+) -> dict[str, Any]:
     """One histogram as touching bars (the bins were computed on the server).
 
     `pattern` (a Plotly hatch: "/", "x", ".") tells overlaid histograms apart without colour.
     """
     width = float(h.edges[1] - h.edges[0]) if h.edges.size > 1 else 1.0
-    return go.Bar(
+    return trace(
+        "bar",
         x=np.round(h.centres, 6),
         y=h.counts,
         width=width,
