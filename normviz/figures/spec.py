@@ -149,15 +149,27 @@ class Spec:
         self.layout.setdefault("shapes", []).append(item)
         return self
 
+    def _lines(self, row: int | None, col: int | None, line: dict[str, Any]):
+        """A line on one subplot, or, in a grid with no row/col, on every subplot that has
+        a trace (plotly's default `exclude_empty_subplots`), in row-major order."""
+        if not self.refs:
+            return self.add_shape(row, col, **line)
+        used = {(t.get("xaxis"), t.get("yaxis")) for t in self.data}
+        for r, c in self.refs if row is None and col is None else [(row or 1, col or 1)]:
+            ref = self.refs[(r, c)]
+            if (ref.get("xaxis"), ref.get("yaxis")) in used:
+                self.add_shape(r, c, **line)
+        return self
+
     def add_vline(self, x: float, row: int | None = None, col: int | None = None, **props: Any):
         """A vertical line across the subplot's height, as `go.Figure.add_vline`."""
         line = {"type": "line", "x0": x, "x1": x, "xref": "x", "y0": 0, "y1": 1}
-        return self.add_shape(row, col, yref="y domain", **line, **props)
+        return self._lines(row, col, {"yref": "y domain", **line, **props})
 
     def add_hline(self, y: float, row: int | None = None, col: int | None = None, **props: Any):
         """A horizontal line across the subplot's width, as `go.Figure.add_hline`."""
         line = {"type": "line", "y0": y, "y1": y, "yref": "y", "x0": 0, "x1": 1}
-        return self.add_shape(row, col, xref="x domain", **line, **props)
+        return self._lines(row, col, {"xref": "x domain", **line, **props})
 
     @property
     def title(self) -> str | None:
