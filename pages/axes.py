@@ -60,7 +60,7 @@ def explorer(setup: axes.AxesSetup) -> None:
         view = runner.result(PAGE, FLAT, setup, knobs)
         if view is not None:
             runner.chart(
-                FLAT.figure(view, presenter),
+                runner.figure(PAGE, FLAT, view, setup, knobs, presenter),
                 FLAT_KEY,
                 FLAT.alt(view),
                 on_select=functools.partial(_on_flat_click, con.layout, con.shape),

@@ -58,6 +58,22 @@ def _figure(
     return _section.figure(_result, big)
 
 
+def figure(
+    page: str,
+    section: Section,
+    result: Any,
+    setup: Any,
+    knobs: Mapping[str, Value],
+    presenter: bool = False,
+    view: Mapping[str, Value] | None = None,
+) -> go.Figure | None:
+    """The section's figure of `result`, cached as every figure is: on the page, the
+    section, the setup, the knob values, presenter mode and the `view` fields already
+    set on `result` (see `show`)."""
+    items = _items(section, knobs) + tuple(sorted((view or {}).items()))
+    return _figure(section, result, page, section.slug, setup, items, presenter)
+
+
 def refusal(e: NormConfigError) -> None:
     """Show why a setting cannot run: a lesson (torch's own refusal) or an error."""
     text = md_text(e, limit=400)
@@ -170,11 +186,9 @@ def show(
         return None
     more = list(section.extras(res))
     extras([e for e in more if e.top])
-    items = _items(section, knobs)
     if view:
         res = dataclasses.replace(res, **view)
-        items += tuple(sorted(view.items()))
-    fig = _figure(section, res, page, section.slug, setup, items, presenter)
+    fig = figure(page, section, res, setup, knobs, presenter, view)
     if fig is not None:
         chart(fig, f"{page}_{section.slug}_fig", section.alt_text(res, fig))
     df = section.table(res)

@@ -32,6 +32,7 @@ from normviz.axes.window import (
     window_ids,
 )
 from normviz.core import Contract
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.layouts import LAYOUTS
 from normviz.sections import Progress, Section
@@ -145,12 +146,13 @@ def make_block_figure(
     group = np.zeros(extents, dtype=bool)
     group[x[in_group], y[in_group], z[in_group]] = True
 
-    def points(mask: np.ndarray, **kw) -> go.Scatter3d:
+    def points(mask: np.ndarray, **kw) -> dict:
         """Invisible markers at the cell centres: each cell's tensor index, as data."""
         extra = kw.pop("extra", None)
         cd = idx[mask] if extra is None else np.column_stack([idx[mask], extra[mask]])
         marker = {"size": 4, "opacity": 0, "color": style.SELECTED} | kw.pop("marker", {})
-        return go.Scatter3d(
+        return trace(
+            "scatter3d",
             x=int_array(x[mask]),
             y=int_array(y[mask]),
             z=int_array(z[mask]),
@@ -174,7 +176,7 @@ def make_block_figure(
         "selected": f"the selected cell {lay.shape_text(cell)}",
     }
     group_colour = PARTITION_COLOURS[sel_id % n_colours] if partition else style.HIGHLIGHT
-    fig = go.Figure()
+    fig = Spec()
     if partition:
         fig.add_trace(
             solid.trace(
@@ -249,19 +251,18 @@ def make_block_figure(
     # legend entries in short lines: a half-width column in presenter mode holds about
     # 30 characters a line
     where = "<br>(its group cut open in front)" if cut.any() else ""
-    fig.add_traces(
-        [
-            solid.key(f"the {con.group_size:,} values sharing<br>its μ, σ² (solid)", group_colour),
-            solid.key(
-                "the other groups (faint,<br>a colour each, colours repeat)"
-                if partition
-                else "the other cells (faint)",
-                PARTITION_COLOURS[(sel_id + 1) % n_colours] if partition else style.BEFORE,
-                "square-open",  # faint: an outline; the selected cell: a diamond
-            ),
-            solid.key("the selected cell<br>(black, outlined)" + where, style.SELECTED, "diamond"),
-        ]
-    )
+    for key in (
+        solid.key(f"the {con.group_size:,} values sharing<br>its μ, σ² (solid)", group_colour),
+        solid.key(
+            "the other groups (faint,<br>a colour each, colours repeat)"
+            if partition
+            else "the other cells (faint)",
+            PARTITION_COLOURS[(sel_id + 1) % n_colours] if partition else style.BEFORE,
+            "square-open",  # faint: an outline; the selected cell: a diamond
+        ),
+        solid.key("the selected cell<br>(black, outlined)" + where, style.SELECTED, "diamond"),
+    ):
+        fig.add_trace(key)
     lengths = [e + 1.0 for e in extents]  # axis ranges −1 … e: equal units on every axis
     scale = 1.35 / math.hypot(*(v / max(lengths) for v in lengths))
     ratio = [v / max(lengths) * scale for v in lengths]
@@ -299,7 +300,7 @@ def make_block_figure(
     add_note(fig, win)
     style.apply(fig, presenter, height=600)
     # room for the title, and for the note between the title and the scene
-    return style.top_room(fig, presenter, below=2 if win.capped else 0)
+    return style.top_room(fig, presenter, below=2 if win.capped else 0).figure()
 
 
 # ---- the section --------------------------------------------------------------------

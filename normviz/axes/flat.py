@@ -20,6 +20,7 @@ from normviz.axes import window
 from normviz.axes.block import PARTITION
 from normviz.axes.cells import AxesSetup, box_text, group_slices
 from normviz.core import Contract
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.sections import Progress, Section
@@ -253,17 +254,18 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
             "zmax": lim,
             "colorbar": {"title": {"text": "x"}, "thickness": 14},
         }
-    fig = go.Figure(go.Heatmap(uid="heat", name="x", **heat))
+    fig = Spec().add_trace(trace("heatmap", uid="heat", name="x", **heat))
     ids = window.window_ids(con, win).reshape(n_rows, n_cols)
     dim = {"showscale": False, "opacity": DIM, "hoverinfo": "skip", "xgap": 1, "ygap": 1}
     outside = ids != int(con.stat_ids()[cell])
     veil = np.where(outside, 1.0, np.nan).astype(np.float32)
     white = [[0, "white"], [1, "white"]]
     fig.add_trace(  # a white veil over the cells outside the group: the group stands out
-        go.Heatmap(z=veil, uid="dim", name="other cells (dimmed)", colorscale=white, **dim)
+        trace("heatmap", z=veil, uid="dim", name="other cells (dimmed)", colorscale=white, **dim)
     )
     fig.add_trace(
-        go.Scatter(
+        trace(
+            "scatter",
             x=window.int_array(cols),
             y=window.int_array(rows),
             mode="markers",
@@ -291,7 +293,8 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
     ):
         ox, oy = _outline(r)
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=ox,
                 y=oy,
                 mode="lines",
@@ -305,7 +308,8 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
     at = (idx == np.asarray(cell)).all(axis=1)
     mark = {"symbol": "x", "size": max(8, round(row_px * 0.7)), "color": style.SELECTED}
     fig.add_trace(  # a symbol, not a colour, names the selected cell
-        go.Scatter(
+        trace(
+            "scatter",
             x=window.int_array(cols[at]),
             y=window.int_array(rows[at]),
             mode="markers",
@@ -315,6 +319,7 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
             hoverinfo="skip",
         )
     )
+    row_ticks = _flat_ticks(win, fl.row_dims, max_ticks=16)
     row_title = "·".join(lay.axes[d] for d in fl.row_dims)
     col_title = "·".join(lay.axes[d] for d in fl.col_dims)
     blocks_of = f" (blocks of {lay.axes[fl.col_dims[-1]]})" if len(fl.col_dims) > 1 else ""
@@ -332,7 +337,7 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
             "range": [n_rows - 0.5, -0.5],  # row 0 at the top, as in a matrix
             "showgrid": False,
             "zeroline": False,
-            **_flat_ticks(win, fl.row_dims, max_ticks=16),
+            **row_ticks,
         },
         shapes=_separators(win, fl.row_dims, "row", n_cols)
         + _separators(win, fl.col_dims, "col", n_rows),
@@ -344,12 +349,12 @@ def flat_figure(view: FlatView, presenter: bool = False) -> go.Figure:
     window.add_note(fig, win)
     style.apply(fig, presenter)
     # room for the row labels: plotly's automargin does not always run inside Streamlit
-    label_px = style.font_size(presenter) * 0.6 * max(len(t) for t in fig.layout.yaxis.ticktext)
+    label_px = style.font_size(presenter) * 0.6 * max(len(t) for t in row_ticks["ticktext"])
     fig.update_layout(
         margin={"l": round(label_px) + 40, "r": 10, "t": 90 if win.capped else 60, "b": 10},
         height=n_rows * row_px + (150 if win.capped else 120),
     )
-    return fig
+    return fig.figure()
 
 
 # ---- the section --------------------------------------------------------------------

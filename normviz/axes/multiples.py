@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.axes.block import axes3d
 from normviz.axes.cells import AxesSetup
 from normviz.axes.window import Window
 from normviz.core import Contract, NormConfigError, contract
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS, STANDARD_METHODS
@@ -124,11 +124,8 @@ def make_methods_figure(
     instead of a drawing.
     """
     shape = tuple(int(s) for s in shape)
-    fig = make_subplots(
-        rows=1,
-        cols=len(methods),
-        subplot_titles=[METHODS[m].label for m in methods],
-        horizontal_spacing=0.02,
+    fig = Spec.grid(
+        1, len(methods), tuple(METHODS[m].label for m in methods), horizontal_spacing=0.02
     )
     win = _thumb_window(layout, shape)
     for col, m in enumerate(methods, start=1):
@@ -153,7 +150,8 @@ def make_methods_figure(
         ):
             xs, ys = _poly_xy(quads[mask])
             fig.add_trace(
-                go.Scatter(
+                trace(
+                    "scatter",
                     x=xs,
                     y=ys,
                     mode="lines",
@@ -198,7 +196,7 @@ def make_methods_figure(
     )
     style.apply(fig, presenter, height=height)
     fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 40})
-    return fig
+    return fig.figure()
 
 
 # ---- the section --------------------------------------------------------------------

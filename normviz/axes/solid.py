@@ -5,7 +5,7 @@ coordinates. Each set of cells (the selected group, the rest) is drawn as the
 faces on its boundary only: two cubes of one set share no face, so a set reads as
 one solid with its cells' edges on the surface, and the payload grows with the
 surface, not the volume. Faces are quads on the lattice of cube corners (cell i
-spans i − ½ … i + ½), split into two triangles for a `go.Mesh3d`.
+spans i − ½ … i + ½), split into two triangles for a mesh3d trace.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.graph_objects as go
 
 from normviz import style
+from normviz.figures import spec
 
 EMPTY = -1  # grid code of a position with no cell (outside the block, or a gap between slabs)
 
@@ -71,7 +71,7 @@ def boundary_faces(
 
 
 def mesh(faces: Faces) -> dict[str, np.ndarray]:
-    """`go.Mesh3d` arguments x, y, z, i, j, k: the faces' corners shared, two triangles each."""
+    """mesh3d trace properties x, y, z, i, j, k: the faces' corners shared, two triangles each."""
     flat = faces.corners.reshape(-1, 3)
     points, inverse = np.unique(flat, axis=0, return_inverse=True)
     quad = inverse.reshape(-1, 4)
@@ -97,7 +97,7 @@ def face_values(faces: Faces, values: np.ndarray) -> np.ndarray:
 def edges(faces: Faces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The faces' edges as NaN-separated line pieces, collinear unit edges merged.
 
-    Returns float32 x, y, z for a `go.Scatter3d` in "lines" mode.
+    Returns float32 x, y, z for a scatter3d trace in "lines" mode.
     """
     if not len(faces):
         empty = np.zeros(0, np.float32)
@@ -158,10 +158,11 @@ LIGHT = {"x": 2000, "y": -600, "z": 3000}  # faces facing x, −y and z get thre
 FAINT = {False: 0.18, True: 0.3}  # opacity of the cells outside the group (group, partition)
 
 
-def trace(faces: Faces, uid: str, hover: str, **kw) -> go.Mesh3d:
-    """The faces as one solid; `hover` names what they are (a mesh hides the markers
-    inside it from the pointer, so the solid itself carries the hover text)."""
-    return go.Mesh3d(
+def trace(faces: Faces, uid: str, hover: str, **kw) -> dict:
+    """The faces as one solid (a mesh3d trace dict); `hover` names what they are (a mesh
+    hides the markers inside it from the pointer, so the solid itself carries the hover text)."""
+    return spec.trace(
+        "mesh3d",
         **mesh(faces),
         uid=uid,
         flatshading=True,
@@ -173,8 +174,10 @@ def trace(faces: Faces, uid: str, hover: str, **kw) -> go.Mesh3d:
     )
 
 
-def lines(xyz: tuple, uid: str, colour: str, width: float) -> go.Scatter3d:
-    return go.Scatter3d(
+def lines(xyz: tuple, uid: str, colour: str, width: float) -> dict:
+    """Line pieces (a scatter3d trace dict), e.g. the `edges` of a set of faces."""
+    return spec.trace(
+        "scatter3d",
         x=xyz[0],
         y=xyz[1],
         z=xyz[2],
@@ -186,9 +189,10 @@ def lines(xyz: tuple, uid: str, colour: str, width: float) -> go.Scatter3d:
     )
 
 
-def key(name: str, colour: str, symbol: str = "square") -> go.Scatter3d:
-    """A legend entry alone (no point drawn): what a colour means, in words."""
-    return go.Scatter3d(
+def key(name: str, colour: str, symbol: str = "square") -> dict:
+    """A legend entry alone (no point drawn; a scatter3d trace dict): what a colour means."""
+    return spec.trace(
+        "scatter3d",
         x=[None],
         y=[None],
         z=[None],

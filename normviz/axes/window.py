@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 
 from normviz import style
 from normviz.core import Contract, NormConfigError
+from normviz.figures.spec import Spec
 from normviz.layouts import LAYOUTS
 
 # Partition colours cycle through the palette without black (black marks the selected cell).
@@ -160,7 +161,7 @@ def hover(layout: str, extra: str = "") -> str:
     return f"{idx}{extra}<extra></extra>"
 
 
-def add_note(fig: go.Figure, win: Window) -> None:
+def add_note(fig: go.Figure | Spec, win: Window) -> None:
     if win.capped:
         fig.add_annotation(
             text=win.note().replace(": ", ":<br>", 1),
