@@ -16,7 +16,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.core import Contract, as_tensor, contract, normalize
@@ -25,6 +24,7 @@ from normviz.distributions.histograms import HIST_BINS, Histogram, Tensorish, ba
 from normviz.distributions.moments import channel_moments
 from normviz.distributions.setup import Generated, Setup, gated, input_tensor, norm
 from normviz.errors import NormConfigError
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.methods import METHODS
 from normviz.sections import Progress, Section
@@ -201,12 +201,8 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Affine:
 
 def make_affine_figure(demo: AffineDemo, method: str, presenter: bool = False) -> go.Figure:
     """Left: values with γ = 1, β = 0 and with γ, β. Right: each channel's mean and std."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=("values", "per channel: mean → β, std → γ"),
-        horizontal_spacing=0.1,
-    )
+    titles = ("values", "per channel: mean → β, std → γ")
+    fig = Spec.grid(1, 2, titles, horizontal_spacing=0.1)
     fig.add_trace(bars(demo.before, style.BEFORE, "γ = 1, β = 0", opacity=0.6), 1, 1)
     fig.add_trace(bars(demo.after, style.METHOD_COLOURS[method], "with γ, β", 0.6, "/"), 1, 1)
     ch = demo.channels
@@ -217,21 +213,28 @@ def make_affine_figure(demo: AffineDemo, method: str, presenter: bool = False) -
     ):
         line = {"color": colour, "dash": dash}
         fig.add_trace(
-            go.Scatter(x=idx, y=ch[target].to_numpy(), mode="lines", line=line, name=target), 1, 2
+            trace("scatter", x=idx, y=ch[target].to_numpy(), mode="lines", line=line, name=target),
+            1,
+            2,
         )
         marker = {"color": colour, "symbol": sym, "size": 9}
         fig.add_trace(
-            go.Scatter(
-                x=idx, y=ch[col].to_numpy(), mode="markers", marker=marker, name=f"channel {col}"
+            trace(
+                "scatter",
+                x=idx,
+                y=ch[col].to_numpy(),
+                mode="markers",
+                marker=marker,
+                name=f"channel {col}",
             ),
             1,
             2,
         )
-    fig.update_xaxes(title_text="value", row=1, col=1)
-    fig.update_xaxes(title_text="channel", row=1, col=2)
+    fig.update_xaxes(title="value", row=1, col=1)
+    fig.update_xaxes(title="channel", row=1, col=2)
     label = METHODS[method].label
     fig.update_layout(title=f"{label} with γ and β", barmode="overlay", bargap=0)
-    return style.apply(fig, presenter, height=400)
+    return style.apply(fig, presenter, height=400).figure()
 
 
 def figure(res: Affine, presenter: bool) -> go.Figure:

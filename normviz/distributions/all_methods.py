@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.core import as_tensor, normalize
@@ -27,6 +26,7 @@ from normviz.distributions.histograms import (
 )
 from normviz.distributions.setup import Setup, gated, input_tensor
 from normviz.errors import NormConfigError
+from normviz.figures.spec import Spec
 from normviz.knobs import Value
 from normviz.methods import METHODS, STANDARD_METHODS
 from normviz.sections import Progress, Section
@@ -86,13 +86,7 @@ def make_methods_figure(comp: MethodsComparison, presenter: bool = False) -> go.
     titles = ["input", *(METHODS[k].label for k in keys)]
     cols = 3
     rows = math.ceil(len(titles) / cols)
-    fig = make_subplots(
-        rows=rows,
-        cols=cols,
-        subplot_titles=titles,
-        horizontal_spacing=0.05,
-        vertical_spacing=0.16,
-    )
+    fig = Spec.grid(rows, cols, tuple(titles), horizontal_spacing=0.05, vertical_spacing=0.16)
     fig.add_trace(bars(comp.input, style.BEFORE, "input"), 1, 1)
     shared = None
     for i, key in enumerate(keys, start=1):
@@ -103,8 +97,8 @@ def make_methods_figure(comp: MethodsComparison, presenter: bool = False) -> go.
             shared = (float(h.edges[0]), float(h.edges[-1]))
         else:
             # an empty subplot has no axes in the browser, so place the note on the page
-            xd = fig.layout[f"xaxis{i + 1}"].domain
-            yd = fig.layout[f"yaxis{i + 1}"].domain
+            xd = fig.layout[f"xaxis{i + 1}"]["domain"]
+            yd = fig.layout[f"yaxis{i + 1}"]["domain"]
             fig.add_annotation(
                 text="cannot run:<br>" + _wrap(comp.refused.get(key, ""), REFUSED_WRAP),
                 xref="paper",
@@ -129,7 +123,7 @@ def make_methods_figure(comp: MethodsComparison, presenter: bool = False) -> go.
         bargap=0,
         **ranges,
     )
-    return style.apply(fig, presenter, height=300 * rows + 60)
+    return style.apply(fig, presenter, height=300 * rows + 60).figure()
 
 
 def _wrap(text: str, width: int, max_lines: int = 5) -> str:

@@ -20,6 +20,7 @@ from normviz.data import GENERATORS
 from normviz.distributions.histograms import Tensorish
 from normviz.distributions.moments import group_moments
 from normviz.distributions.setup import Setup, gated, generated_like, input_tensor
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.limits import EPS_CHOICES
 from normviz.methods import METHODS
@@ -105,7 +106,7 @@ def make_eps_figure(sweep: EpsSweep, current_eps: float, presenter: bool = False
     label = METHODS[sweep.method].label
     pos = sweep.eps > 0
     eps = sweep.eps[pos]
-    fig = go.Figure()
+    fig = Spec()
     colour = style.METHOD_COLOURS[sweep.method]
     for values, name, dash in (
         (sweep.var_after_max, "largest", "dot"),
@@ -113,10 +114,13 @@ def make_eps_figure(sweep: EpsSweep, current_eps: float, presenter: bool = False
         (sweep.var_after_min, "smallest", "dash"),
     ):
         line = {"color": colour, "dash": dash}
-        fig.add_trace(go.Scatter(x=eps, y=values[pos], mode="lines+markers", name=name, line=line))
+        fig.add_trace(
+            trace("scatter", x=eps, y=values[pos], mode="lines+markers", name=name, line=line)
+        )
     if sweep.zero_groups:  # 0/sqrt(ε) = 0 for every ε > 0
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=eps,
                 y=np.zeros(eps.size),
                 mode="lines+markers",
@@ -140,10 +144,10 @@ def make_eps_figure(sweep: EpsSweep, current_eps: float, presenter: bool = False
         font={"color": style.HIGHLIGHT if sweep.zero_groups else style.BEFORE},
     )
     moment = "variance" if METHODS[sweep.method].centred else "mean square"
-    fig.update_xaxes(type="log", title_text="ε (log scale)", exponentformat="power")
-    fig.update_yaxes(title_text=f"{moment} after", range=[-0.05, 1.1])
+    fig.update_xaxes(type="log", title="ε (log scale)", exponentformat="power")
+    fig.update_yaxes(title=f"{moment} after", range=[-0.05, 1.1])
     fig.update_layout(title=f"{label}: ε shrinks the groups with small spread")
-    return style.apply(fig, presenter, height=380)
+    return style.apply(fig, presenter, height=380).figure()
 
 
 def _zero_note(sweep: EpsSweep) -> str:

@@ -20,6 +20,7 @@ from normviz import style
 from normviz.core import normalize
 from normviz.distributions.setup import Setup, gated, input_tensor
 from normviz.errors import NormConfigError
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
@@ -87,12 +88,13 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Feature
 
 
 def figure(res: FeatureDims, presenter: bool) -> go.Figure:
-    fig = go.Figure()
+    fig = Spec()
     series = {"input": res.found.rms, **res.after}
     for i, (name, rms) in enumerate(series.items()):
         label = "input" if name == "input" else f"after {METHODS[name].label}"
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=np.arange(rms.size),
                 y=np.maximum(rms, 1e-6),
                 mode="markers",
@@ -102,11 +104,11 @@ def figure(res: FeatureDims, presenter: bool) -> go.Figure:
         )
     fig.update_layout(
         title="Each channel's RMS, before and after",
-        xaxis_title="channel (feature dimension)",
+        xaxis={"title": {"text": "channel (feature dimension)"}},
         yaxis={"title": "RMS (log scale)", "type": "log"},
         legend={"orientation": "h", "y": -0.25},
     )
-    return style.apply(fig, presenter, height=380)
+    return style.apply(fig, presenter, height=380).figure()
 
 
 def _ratio(rms: np.ndarray, d: int) -> float:

@@ -23,6 +23,7 @@ from normviz.core import as_tensor, contract, normalize
 from normviz.distributions.histograms import Tensorish, bars, histogram
 from normviz.distributions.setup import Setup, gated, input_tensor
 from normviz.errors import NormConfigError
+from normviz.figures.spec import Spec
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
@@ -183,7 +184,7 @@ def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Fig
     both = np.concatenate([v for _, v, _ in series]) if cmp.layer.size else np.ones(1)
     lo = min(float(np.nanmin(both)), 0.99)
     rng = (lo, 1.0 + 1e-9)
-    fig = go.Figure()
+    fig = Spec()
     for (key, values, name), hatch in zip(series, ("", "/", "x"), strict=False):
         colour = style.METHOD_COLOURS.get(key, style.PALETTE[2])
         h = histogram(np.clip(values, lo, 1.0), bins=40, value_range_=rng)
@@ -195,9 +196,9 @@ def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Fig
         bargap=0,
         legend={"orientation": "h", "y": -0.25},
     )
-    fig.update_xaxes(title_text="cos(x, y): 1 = same direction")
-    fig.update_yaxes(title_text=f"{what}s")
-    return style.apply(fig, presenter, height=360)
+    fig.update_xaxes(title="cos(x, y): 1 = same direction")
+    fig.update_yaxes(title=f"{what}s")
+    return style.apply(fig, presenter, height=360).figure()
 
 
 def _vector_word(cmp: CosineComparison) -> str:
