@@ -56,7 +56,9 @@ def exercise(kind: str, seed: int) -> Exercise | None:
 # ---- the grid -----------------------------------------------------------------------------
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+# a resource, as the runner's figures: cache_data would unpickle (and so re-validate) the
+# figure on every rerun, which cost more than building it
+@st.cache_resource(max_entries=64, show_spinner=False)
 def _grid(
     kind: str,
     seed: int,

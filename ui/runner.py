@@ -54,8 +54,26 @@ def _run(_section: Section, page: str, slug: str, setup: Any, items: KnobItems) 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _figure(
     _section: Section, _result: Any, page: str, slug: str, setup: Any, items: KnobItems, big: bool
-) -> go.Figure | None:
-    return _section.figure(_result, big)
+) -> tuple[go.Figure, list[str]] | None:
+    """The figure and its text alternative (reading a built figure back is slow: once)."""
+    fig = _section.figure(_result, big)
+    return None if fig is None else (fig, _section.alt_text(_result, fig))
+
+
+def drawn(
+    page: str,
+    section: Section,
+    result: Any,
+    setup: Any,
+    knobs: Mapping[str, Value],
+    presenter: bool = False,
+    view: Mapping[str, Value] | None = None,
+) -> tuple[go.Figure, list[str]] | None:
+    """The section's figure of `result` and its text alternative, cached as every figure
+    is: on the page, the section, the setup, the knob values, presenter mode and the
+    `view` fields already set on `result` (see `show`)."""
+    items = _items(section, knobs) + tuple(sorted((view or {}).items()))
+    return _figure(section, result, page, section.slug, setup, items, presenter)
 
 
 def figure(
@@ -65,13 +83,10 @@ def figure(
     setup: Any,
     knobs: Mapping[str, Value],
     presenter: bool = False,
-    view: Mapping[str, Value] | None = None,
 ) -> go.Figure | None:
-    """The section's figure of `result`, cached as every figure is: on the page, the
-    section, the setup, the knob values, presenter mode and the `view` fields already
-    set on `result` (see `show`)."""
-    items = _items(section, knobs) + tuple(sorted((view or {}).items()))
-    return _figure(section, result, page, section.slug, setup, items, presenter)
+    """The section's cached figure of `result` (see `drawn`)."""
+    pair = drawn(page, section, result, setup, knobs, presenter)
+    return None if pair is None else pair[0]
 
 
 def refusal(e: NormConfigError) -> None:
@@ -188,9 +203,9 @@ def show(
     extras([e for e in more if e.top])
     if view:
         res = dataclasses.replace(res, **view)
-    fig = figure(page, section, res, setup, knobs, presenter, view)
-    if fig is not None:
-        chart(fig, f"{page}_{section.slug}_fig", section.alt_text(res, fig))
+    pair = drawn(page, section, res, setup, knobs, presenter, view)
+    if pair is not None:
+        chart(pair[0], f"{page}_{section.slug}_fig", pair[1])
     df = section.table(res)
     if df is not None:
         table(df, df.attrs.get("format", "%.4g"))
