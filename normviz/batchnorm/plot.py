@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from normviz import style
-from normviz.figures.spec import trace
+from normviz.figures.spec import Spec, trace
 
 BATCH = style.BEFORE  # batch statistics: grey dots
 RUNNING = style.PALETTE[0]  # running statistics: blue line
@@ -89,11 +89,12 @@ def make_spread_figure(
 ) -> go.Figure:
     """Accumulation and sync: per-channel batch means (in σ from the truth), small vs pooled."""
     k, C = local.shape
-    fig = go.Figure()
+    fig = Spec()
     channels = np.arange(C)
     for j in range(k):
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=rounded(channels + (j - (k - 1) / 2) * min(0.6 / max(k, 1), 0.12)),
                 y=rounded(local[j]),
                 mode="markers",
@@ -104,7 +105,8 @@ def make_spread_figure(
             )
         )
     fig.add_trace(
-        go.Scatter(
+        trace(
+            "scatter",
             x=channels.tolist(),
             y=rounded(pooled),
             mode="markers",
@@ -118,10 +120,10 @@ def make_spread_figure(
         )
     )
     fig.add_hline(y=0, line={"color": TRUTH, "dash": "dash", "width": 2})
-    fig.update_xaxes(title_text="channel", tickmode="linear", dtick=max(1, C // 16))
-    fig.update_yaxes(title_text="batch mean − true mean (in σ)")
+    fig.update_xaxes(title="channel", tickmode="linear", dtick=max(1, C // 16))
+    fig.update_yaxes(title="batch mean − true mean (in σ)")
     fig.update_layout(title=title, legend={"orientation": "h", "y": -0.25})
-    return style.apply(fig, presenter, height=420)
+    return style.apply(fig, presenter, height=420).figure()
 
 
 def spread_figure(res: Any, presenter: bool = False) -> go.Figure:
