@@ -107,16 +107,7 @@ def figure(res: Noise, presenter: bool = False) -> go.Figure:
             )
         )
     fig.add_hline(y=res.eval_value, line={"color": TRUTH, "dash": "dash", "width": 2})
-    fig.add_annotation(  # add_hline's annotation_position="top left"
-        text="evaluation mode",
-        x=0,
-        xref="x domain",
-        xanchor="left",
-        y=res.eval_value,
-        yref="y",
-        yanchor="bottom",
-        showarrow=False,
-    )
+    fig.add_hline_note(res.eval_value, "evaluation mode", "top left")
     fig.update_xaxes(title="batch size (the lab's is highlighted)")
     fig.update_yaxes(title="the sample's first value in channel 0, normalized")
     fig.update_layout(title=f"One sample in {res.draws} random batches, per batch size")
