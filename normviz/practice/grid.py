@@ -251,8 +251,9 @@ def make_tally_figure(
         RIGHT if (revealed and r.correct) else (WRONG if revealed else style.PALETTE[0])
         for r in rows
     ]
-    fig = go.Figure(
-        go.Bar(
+    fig = Spec().add_trace(
+        trace(
+            "bar",
             x=[r.count for r in rows],
             y=[r.label for r in rows],
             orientation="h",
@@ -279,4 +280,4 @@ def make_tally_figure(
         },
     )
     style.apply(fig, presenter, height=120 + 40 * max(len(rows), 1))
-    return fig
+    return fig.figure()
