@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.batchnorm import stream
@@ -17,6 +16,7 @@ from normviz.batchnorm.lab import HELD_OUT, TRAIN_SAMPLES, LabSetup, check, new_
 from normviz.batchnorm.plot import frame, marker_line, series
 from normviz.batchnorm.stream import Fraction, phase
 from normviz.core import NormConfigError, check_values, contract, normalize
+from normviz.figures.spec import Spec
 from normviz.knobs import Value
 from normviz.sections import Progress, Section
 
@@ -98,11 +98,11 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> GapS
 def figure(sweep: GapSweep, presenter: bool = False) -> go.Figure:
     """Train/eval gap and evaluation output statistics against batch size."""
     current_b = sweep.current_b
-    fig = make_subplots(
-        rows=1,
-        cols=2,
+    fig = Spec.grid(
+        1,
+        2,
+        ("mean |y_train − y_eval|", "evaluation output per channel"),
         horizontal_spacing=0.12,
-        subplot_titles=("mean |y_train − y_eval|", "evaluation output per channel"),
     )
     b = list(sweep.batch_sizes)
     for col, y, name, colour, symbol in (
@@ -115,13 +115,13 @@ def figure(sweep: GapSweep, presenter: bool = False) -> go.Figure:
     for col, top in zip((1, 2), tops, strict=True):
         line = marker_line(current_b, 0.0, float(top), f"your batch size: {current_b}", col == 1)
         fig.add_trace(line, 1, col)
-        fig.update_xaxes(type="log", title_text="batch size", row=1, col=col)
+        fig.update_xaxes(type="log", title="batch size", row=1, col=col)
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(
         title="Small batches: training and evaluation disagree",
         legend={"orientation": "h", "y": -0.3},
     )
-    return style.apply(fig, presenter, height=440)
+    return style.apply(fig, presenter, height=440).figure()
 
 
 COLUMNS = (

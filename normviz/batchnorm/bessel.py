@@ -16,6 +16,7 @@ from normviz.batchnorm.running import final_running
 from normviz.batchnorm.stream import make_dataset, to_np
 from normviz.core import NormConfigError, normalize
 from normviz.data import generate
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.running import RunningStats
@@ -108,10 +109,11 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Bess
 def figure(res: BesselResult, presenter: bool = False) -> go.Figure:
     """Average batch variance / σ² against n, biased and unbiased."""
     current_n = res.current_n
-    fig = go.Figure()
+    fig = Spec()
     n = res.n
     fig.add_trace(
-        go.Scatter(
+        trace(
+            "scatter",
             x=rounded(n),
             y=rounded((n - 1) / n),
             mode="lines",
@@ -124,13 +126,13 @@ def figure(res: BesselResult, presenter: bool = False) -> go.Figure:
     fig.add_trace(series(n, res.unbiased, label, RUNNING, "diamond"))
     if current_n is not None and current_n >= 2:
         fig.add_trace(marker_line(current_n, 0.0, 1.15, f"your batch: n = {current_n}"))
-    fig.update_xaxes(type="log", title_text="n = values per channel in one batch")
-    fig.update_yaxes(title_text="average batch variance / true σ²", range=[0.0, 1.15])
+    fig.update_xaxes(type="log", title="n = values per channel in one batch")
+    fig.update_yaxes(title="average batch variance / true σ²", range=[0.0, 1.15])
     fig.update_layout(
         title=f"Variance estimates, averaged over {res.repeats:,} batches per n",
         legend={"orientation": "h", "y": -0.25},
     )
-    return style.apply(fig, presenter, height=460)
+    return style.apply(fig, presenter, height=460).figure()
 
 
 def table(res: BesselResult) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from normviz.batchnorm.stream import (
     torch_momentum,
 )
 from normviz.core import normalize
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.sections import Progress, Section
 
@@ -178,12 +179,13 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Chec
 
 def figure(res: CheckpointResult, presenter: bool = False) -> go.Figure:
     """Per-channel evaluation outputs of the layer and its two reloads."""
-    fig = go.Figure()
+    fig = Spec()
     C = res.out_mean.shape[1]
     colours = (style.PALETTE[0], style.PALETTE[2], style.PALETTE[5])
     for i, name in enumerate(res.variants):
         fig.add_trace(
-            go.Bar(
+            trace(
+                "bar",
                 x=list(range(C)),
                 y=rounded(res.out_mean[i]),
                 error_y={"type": "data", "array": rounded(res.out_std[i]), "visible": True},
@@ -194,14 +196,14 @@ def figure(res: CheckpointResult, presenter: bool = False) -> go.Figure:
                 },
             )
         )
-    fig.update_xaxes(title_text="channel", tickmode="linear", dtick=max(1, C // 16))
-    fig.update_yaxes(title_text="evaluation output: mean ± std")
+    fig.update_xaxes(title="channel", tickmode="linear", dtick=max(1, C // 16))
+    fig.update_yaxes(title="evaluation output: mean ± std")
     fig.update_layout(
         barmode="group",
         title="Held-out data through the reloaded layers (evaluation mode)",
         legend={"orientation": "h", "y": -0.25},
     )
-    return style.apply(fig, presenter, height=440)
+    return style.apply(fig, presenter, height=440).figure()
 
 
 def table(res: CheckpointResult) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from normviz import style
 from normviz.batchnorm import stream
 from normviz.batchnorm.lab import HELD_OUT, TRAIN_SAMPLES, LabSetup, check, one_thread
 from normviz.batchnorm.plot import BATCH, RUNNING, rounded
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.sections import Extra, Progress, Section
 
@@ -154,14 +155,15 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Eval
 
 def figure(res: EvalMode, presenter: bool = False) -> go.Figure:
     """The same sample's first value in DRAWS batches: training mode moves, evaluation does not."""
-    fig = go.Figure()
+    fig = Spec()
     xs = list(range(1, len(res.train_values) + 1))
     for vals, name, colour, symbol in (
         (res.train_values, "training mode (batch statistics)", BATCH, "circle"),
         (res.eval_values, "evaluation mode (running statistics)", RUNNING, "diamond"),
     ):
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=xs,
                 y=rounded(vals, 5),
                 mode="markers+lines",
@@ -170,12 +172,12 @@ def figure(res: EvalMode, presenter: bool = False) -> go.Figure:
                 name=name,
             )
         )
-    fig.update_xaxes(title_text="batch (the same sample, other batch-mates)", dtick=1)
-    fig.update_yaxes(title_text="the sample's first value in channel 0")
+    fig.update_xaxes(title="batch (the same sample, other batch-mates)", dtick=1)
+    fig.update_yaxes(title="the sample's first value in channel 0")
     fig.update_layout(
         title="Same input, different batches", legend={"orientation": "h", "y": -0.25}
     )
-    return style.apply(fig, presenter, height=420)
+    return style.apply(fig, presenter, height=420).figure()
 
 
 def table(res: EvalMode) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import torch
 from normviz import style
 from normviz.batchnorm.lab import LabSetup, check, one_thread
 from normviz.batchnorm.stream import make_dataset, to_torch_layout, torch_batchnorm, torch_momentum
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.sections import Progress, Section
 
@@ -96,8 +97,9 @@ def figure(res: FreezeResult, presenter: bool = False) -> go.Figure:
     ]
     z = [[1 if c else 0 for c in r.changed] for r in res.rows]
     text = [["changed" if c else "unchanged" for c in r.changed] for r in res.rows]
-    fig = go.Figure(
-        go.Heatmap(
+    fig = Spec().add_trace(
+        trace(
+            "heatmap",
             z=z,
             x=list(res.names),
             y=rows,
@@ -114,7 +116,7 @@ def figure(res: FreezeResult, presenter: bool = False) -> go.Figure:
     )
     fig.update_yaxes(autorange="reversed")
     fig.update_layout(title="One optimizer step on a real nn.BatchNorm")
-    return style.apply(fig, presenter, height=360)
+    return style.apply(fig, presenter, height=360).figure()
 
 
 def table(res: FreezeResult) -> pd.DataFrame:

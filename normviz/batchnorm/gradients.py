@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 from torch import nn
 
 from normviz import sources, style
 from normviz.batchnorm import stream
 from normviz.batchnorm.lab import LabSetup, check, one_thread
 from normviz.batchnorm.plot import rounded
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 from normviz.text import direction
@@ -119,10 +119,10 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Deep
 
 def figure(res: DeepGradients, presenter: bool = False) -> go.Figure:
     """Activation std and weight-gradient norm per layer, plain vs BatchNorm (log y)."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
-        subplot_titles=["Activation std after each layer", "Weight-gradient norm of each layer"],
+    fig = Spec.grid(
+        1,
+        2,
+        ("Activation std after each layer", "Weight-gradient norm of each layer"),
         horizontal_spacing=0.1,
     )
     xs = list(range(1, res.depth + 1))
@@ -130,7 +130,8 @@ def figure(res: DeepGradients, presenter: bool = False) -> go.Figure:
     for col, data in enumerate((res.act_std, res.grad_norm), start=1):
         for i, name in enumerate(VARIANTS):
             fig.add_trace(
-                go.Scatter(
+                trace(
+                    "scatter",
                     x=xs,
                     y=[v if v and v > 0 else None for v in rounded(data[i], 4)],
                     mode="lines+markers",
@@ -143,14 +144,14 @@ def figure(res: DeepGradients, presenter: bool = False) -> go.Figure:
                 col=col,
             )
         fig.update_yaxes(type="log", exponentformat="power", row=1, col=col)
-        fig.update_xaxes(title_text="layer (1 = nearest the input)", row=1, col=col)
+        fig.update_xaxes(title="layer (1 = nearest the input)", row=1, col=col)
     fig.update_layout(
-        title_text=f"{res.depth} Linear → ReLU layers at initialization, {INITS[res.init]}",
+        title=f"{res.depth} Linear → ReLU layers at initialization, {INITS[res.init]}",
         legend={"orientation": "h", "y": -0.25},
     )
     style.apply(fig, presenter, height=440)
     fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
-    return fig
+    return fig.figure()
 
 
 def table(res: DeepGradients) -> pd.DataFrame:

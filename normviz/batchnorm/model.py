@@ -22,6 +22,7 @@ from normviz.batchnorm.lab import LabSetup
 from normviz.batchnorm.plot import TRUTH
 from normviz.batchnorm.shift import SCALE, SHIFT
 from normviz.batchnorm.stream import shifted
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.methods import METHODS
 from normviz.sections import Progress, Section
@@ -226,11 +227,12 @@ Series = tuple[str, str, np.ndarray]  # legend label, colour, accuracies (norms,
 def _bars(r: BatchSizeRuns, series: Sequence[Series], title: str, presenter: bool) -> go.Figure:
     """Mean test accuracy per network and series, the seeds' spread as error bars."""
     nets = [name(n, b) for n in r.norms for b in r.batch_sizes]
-    fig = go.Figure()
+    fig = Spec()
     for i, (label, colour, acc) in enumerate(series):
         a = acc.reshape(len(nets), -1)
         fig.add_trace(
-            go.Bar(
+            trace(
+                "bar",
                 x=nets,
                 y=np.round(a.mean(-1), 4).tolist(),
                 error_y={"type": "data", "array": np.round(a.std(-1), 4).tolist()},
@@ -241,17 +243,11 @@ def _bars(r: BatchSizeRuns, series: Sequence[Series], title: str, presenter: boo
                 textposition="outside",
             )
         )
-    fig.add_hline(
-        y=1.0 / CLASSES,
-        line={"color": TRUTH, "dash": "dash", "width": 2},
-        annotation_text="chance",
-        annotation_position="bottom right",
-    )
-    fig.update_yaxes(
-        title_text="test accuracy (mean over seeds)", range=[0, 1.15], tickformat=".0%"
-    )
+    fig.add_hline(y=1.0 / CLASSES, line={"color": TRUTH, "dash": "dash", "width": 2})
+    fig.add_hline_note(1.0 / CLASSES, "chance", "bottom right")
+    fig.update_yaxes(title="test accuracy (mean over seeds)", range=[0, 1.15], tickformat=".0%")
     fig.update_layout(barmode="group", title=title, legend={"orientation": "h", "y": -0.2})
-    return style.apply(fig, presenter, height=480)
+    return style.apply(fig, presenter, height=480).figure()
 
 
 TRAIN_MODE, EVAL_MODE = style.PALETTE[4], style.PALETTE[0]

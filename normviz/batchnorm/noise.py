@@ -23,6 +23,7 @@ from normviz.batchnorm.lab import CHUNK, TRAIN_SAMPLES, LabSetup, check, one_thr
 from normviz.batchnorm.plot import TRUTH, rounded
 from normviz.batchnorm.sync import stats_holder
 from normviz.core import normalize
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.sections import Progress, Section
 
@@ -93,10 +94,11 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Nois
 
 def figure(res: Noise, presenter: bool = False) -> go.Figure:
     """One box per batch size: the probe's value over random batches; the eval value dashed."""
-    fig = go.Figure()
+    fig = Spec()
     for b, vals in zip(res.sizes, res.values, strict=True):
         fig.add_trace(
-            go.Box(
+            trace(
+                "box",
                 y=rounded(vals, 4),
                 name=f"b = {b}",
                 boxpoints=False,
@@ -104,16 +106,12 @@ def figure(res: Noise, presenter: bool = False) -> go.Figure:
                 showlegend=False,
             )
         )
-    fig.add_hline(
-        y=res.eval_value,
-        line={"color": TRUTH, "dash": "dash", "width": 2},
-        annotation_text="evaluation mode",
-        annotation_position="top left",
-    )
-    fig.update_xaxes(title_text="batch size (the lab's is highlighted)")
-    fig.update_yaxes(title_text="the sample's first value in channel 0, normalized")
+    fig.add_hline(y=res.eval_value, line={"color": TRUTH, "dash": "dash", "width": 2})
+    fig.add_hline_note(res.eval_value, "evaluation mode", "top left")
+    fig.update_xaxes(title="batch size (the lab's is highlighted)")
+    fig.update_yaxes(title="the sample's first value in channel 0, normalized")
     fig.update_layout(title=f"One sample in {res.draws} random batches, per batch size")
-    return style.apply(fig, presenter, height=440)
+    return style.apply(fig, presenter, height=440).figure()
 
 
 def table(res: Noise) -> pd.DataFrame:

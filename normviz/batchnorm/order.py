@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.batchnorm import stream
@@ -17,6 +16,7 @@ from normviz.batchnorm.lab import TRAIN_SAMPLES, LabSetup, check, new_running, o
 from normviz.batchnorm.plot import BATCH, RUNNING, frame, level, steps_trace
 from normviz.batchnorm.stream import Fraction, phase
 from normviz.core import normalize
+from normviz.figures.spec import Spec
 from normviz.knobs import Value
 from normviz.sections import Progress, Section
 
@@ -139,13 +139,13 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Orde
 def figure(res: OrderResult, presenter: bool = False) -> go.Figure:
     """Batch means and running mean of one channel, for each batch order."""
     channel = res.channel
-    fig = make_subplots(
-        rows=len(res.orders),
-        cols=1,
+    fig = Spec.grid(
+        len(res.orders),
+        1,
+        tuple(f"{o}: channel {channel}" for o in res.orders),
         shared_xaxes=True,
         shared_yaxes=True,
         vertical_spacing=0.1,
-        subplot_titles=tuple(f"{o}: channel {channel}" for o in res.orders),
     )
     S = res.batch_mean.shape[1]
     for i, _ in enumerate(res.orders):
@@ -175,11 +175,11 @@ def figure(res: OrderResult, presenter: bool = False) -> go.Figure:
             1,
         )
         fig.add_trace(level(S, res.true_mean[channel], "training set mean", i == 0), row, 1)
-    fig.update_xaxes(title_text="training step (batch)", row=len(res.orders), col=1)
+    fig.update_xaxes(title="training step (batch)", row=len(res.orders), col=1)
     fig.update_layout(
         title="Sorted data: every batch is one cluster", legend={"orientation": "h", "y": -0.15}
     )
-    return style.apply(fig, presenter, height=560)
+    return style.apply(fig, presenter, height=560).figure()
 
 
 COLUMNS = (

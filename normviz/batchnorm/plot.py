@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from normviz import style
+from normviz.figures.spec import Spec, trace
 
 BATCH = style.BEFORE  # batch statistics: grey dots
 RUNNING = style.PALETTE[0]  # running statistics: blue line
@@ -28,14 +29,15 @@ def rounded(a: np.ndarray | Sequence[float], digits: int = 5) -> list[float | No
     return [None if v != v else v for v in out]
 
 
-def steps_trace(y: np.ndarray, name: str, **kw: object) -> go.Scatter:
+def steps_trace(y: np.ndarray, name: str, **kw: object) -> dict[str, Any]:
     """A per-step series, x = 1, 2, … given as x0/dx (no x array in the payload)."""
-    return go.Scatter(y=rounded(y), x0=1, dx=1, name=name, **kw)  # type: ignore[arg-type]
+    return trace("scatter", y=rounded(y), x0=1, dx=1, name=name, **kw)
 
 
-def marker_line(x: float, y0: float, y1: float, label: str, show: bool = True) -> go.Scatter:
+def marker_line(x: float, y0: float, y1: float, label: str, show: bool = True) -> dict[str, Any]:
     """A dotted vertical line at x (a trace, so log axes place it right)."""
-    return go.Scatter(
+    return trace(
+        "scatter",
         x=[x, x],
         y=[y0, y1],
         mode="lines",
@@ -46,9 +48,10 @@ def marker_line(x: float, y0: float, y1: float, label: str, show: bool = True) -
     )
 
 
-def series(x: Sequence, y: Sequence, name: str, colour: str, symbol: str) -> go.Scatter:
+def series(x: Sequence, y: Sequence, name: str, colour: str, symbol: str) -> dict[str, Any]:
     """One measured curve: markers joined by a line."""
-    return go.Scatter(
+    return trace(
+        "scatter",
         x=rounded(x),
         y=rounded(y),
         mode="markers+lines",
@@ -58,9 +61,10 @@ def series(x: Sequence, y: Sequence, name: str, colour: str, symbol: str) -> go.
     )
 
 
-def level(steps: int, value: float, name: str, show: bool) -> go.Scatter:
+def level(steps: int, value: float, name: str, show: bool) -> dict[str, Any]:
     """The training set's value: a dashed line over steps 1…steps."""
-    return go.Scatter(
+    return trace(
+        "scatter",
         x=[1, steps],
         y=[float(value)] * 2,
         mode="lines",
@@ -85,11 +89,12 @@ def make_spread_figure(
 ) -> go.Figure:
     """Accumulation and sync: per-channel batch means (in σ from the truth), small vs pooled."""
     k, C = local.shape
-    fig = go.Figure()
+    fig = Spec()
     channels = np.arange(C)
     for j in range(k):
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=rounded(channels + (j - (k - 1) / 2) * min(0.6 / max(k, 1), 0.12)),
                 y=rounded(local[j]),
                 mode="markers",
@@ -100,7 +105,8 @@ def make_spread_figure(
             )
         )
     fig.add_trace(
-        go.Scatter(
+        trace(
+            "scatter",
             x=channels.tolist(),
             y=rounded(pooled),
             mode="markers",
@@ -114,10 +120,10 @@ def make_spread_figure(
         )
     )
     fig.add_hline(y=0, line={"color": TRUTH, "dash": "dash", "width": 2})
-    fig.update_xaxes(title_text="channel", tickmode="linear", dtick=max(1, C // 16))
-    fig.update_yaxes(title_text="batch mean − true mean (in σ)")
+    fig.update_xaxes(title="channel", tickmode="linear", dtick=max(1, C // 16))
+    fig.update_yaxes(title="batch mean − true mean (in σ)")
     fig.update_layout(title=title, legend={"orientation": "h", "y": -0.25})
-    return style.apply(fig, presenter, height=420)
+    return style.apply(fig, presenter, height=420).figure()
 
 
 def spread_figure(res: Any, presenter: bool = False) -> go.Figure:

@@ -19,12 +19,12 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.batchnorm.lab import LabSetup, one_thread
 from normviz.batchnorm.plot import rounded
 from normviz.errors import NormConfigError
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.pretrained import efficientnet as ef
 from normviz.pretrained import photos
@@ -135,34 +135,33 @@ def agreement(a: np.ndarray, b: np.ndarray) -> float:
 
 def figure(res: RealNet, presenter: bool = False) -> go.Figure:
     """Per channel: the images' mean against the stored mean; the same for variances."""
-    fig = make_subplots(
-        rows=1, cols=2, horizontal_spacing=0.14,
-        subplot_titles=("mean per channel", "variance per channel (log)"),
+    fig = Spec.grid(
+        1, 2, ("mean per channel", "variance per channel (log)"), horizontal_spacing=0.14,
     )  # fmt: skip
     for col, x, y in ((1, res.stored_mean, res.image_mean), (2, res.stored_var, res.image_var)):
         lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
         fig.add_trace(
-            go.Scatter(
-                x=rounded(x, 4), y=rounded(y, 4), mode="markers", name="one channel",
+            trace(
+                "scatter", x=rounded(x, 4), y=rounded(y, 4), mode="markers", name="one channel",
                 marker={"color": style.PALETTE[0], "size": 7, "opacity": 0.6},
                 showlegend=col == 1,
             ), 1, col,
         )  # fmt: skip
         fig.add_trace(
-            go.Scatter(
-                x=[lo, hi], y=[lo, hi], mode="lines", name="images = stored",
+            trace(
+                "scatter", x=[lo, hi], y=[lo, hi], mode="lines", name="images = stored",
                 line={"color": style.SELECTED, "dash": "dash", "width": 2}, showlegend=col == 1,
             ), 1, col,
         )  # fmt: skip
-        fig.update_xaxes(title_text="stored running statistic", row=1, col=col)
-        fig.update_yaxes(title_text="statistic of the eight images", row=1, col=col)
+        fig.update_xaxes(title="stored running statistic", row=1, col=col)
+        fig.update_yaxes(title="statistic of the eight images", row=1, col=col)
     fig.update_xaxes(type="log", row=1, col=2)
     fig.update_yaxes(type="log", row=1, col=2)
     fig.update_layout(
         title=f"Layer {res.index} ({res.layer}): {ef.layer_label(res.layer)}",
         legend={"orientation": "h", "y": -0.25},
     )
-    return style.apply(fig, presenter, height=440)
+    return style.apply(fig, presenter, height=440).figure()
 
 
 def table(res: RealNet) -> pd.DataFrame:
@@ -304,10 +303,9 @@ BARS: tuple[tuple[str, str], ...] = (
 
 def shifted_figure(res: Shifted, presenter: bool = False) -> go.Figure:
     """Staleness per layer (clean, shifted); top-1 agreement with each set of statistics."""
-    fig = make_subplots(
-        rows=1, cols=2, column_widths=[0.62, 0.38], horizontal_spacing=0.14,
-        subplot_titles=("how far the images' means are from the stored ones",
-                        "top-1 class kept (of 8)"),
+    fig = Spec.grid(
+        1, 2, ("how far the images' means are from the stored ones", "top-1 class kept (of 8)"),
+        column_widths=[0.62, 0.38], horizontal_spacing=0.14,
     )  # fmt: skip
     layers = list(range(1, len(ef.BN_LAYERS) + 1))
     for y, name, colour, dash in (
@@ -315,28 +313,28 @@ def shifted_figure(res: Shifted, presenter: bool = False) -> go.Figure:
         (res.shifted_stale, f"shifted ({_what(res)})", style.HIGHLIGHT, "dash"),
     ):
         fig.add_trace(
-            go.Scatter(
-                x=layers, y=rounded(y, 4), mode="lines+markers", name=name,
+            trace(
+                "scatter", x=layers, y=rounded(y, 4), mode="lines+markers", name=name,
                 line={"color": colour, "dash": dash, "width": 3}, marker={"size": 6},
             ), 1, 1,
         )  # fmt: skip
     labels = [label.replace("prior N", f"N = {res.prior}") for label, _ in BARS]
     counts = [res.agree(getattr(res, f)) for _, f in BARS]
     fig.add_trace(
-        go.Bar(
-            x=labels, y=counts, text=[f"{c} of {N_IMAGES}" for c in counts],
+        trace(
+            "bar", x=labels, y=counts, text=[f"{c} of {N_IMAGES}" for c in counts],
             textposition="outside", marker={"color": [style.PALETTE[i] for i in (0, 4, 2)]},
             showlegend=False, name="top-1 kept",
         ), 1, 2,
     )  # fmt: skip
-    fig.update_xaxes(title_text="BatchNorm layer (forward order)", row=1, col=1)
-    fig.update_yaxes(title_text="median |Δ mean| / stored σ", rangemode="tozero", row=1, col=1)
+    fig.update_xaxes(title="BatchNorm layer (forward order)", row=1, col=1)
+    fig.update_yaxes(title="median |Δ mean| / stored σ", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(range=[0, N_IMAGES + 1.5], dtick=2, row=1, col=2)
     fig.update_layout(
         title=f"Shifted images ({_what(res)}) through EfficientNet-Lite0",
         legend={"orientation": "h", "y": -0.3},
     )
-    return style.apply(fig, presenter, height=460)
+    return style.apply(fig, presenter, height=460).figure()
 
 
 def shifted_table(res: Shifted) -> pd.DataFrame:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.batchnorm.lab import (
@@ -24,6 +24,7 @@ from normviz.batchnorm.lab import (
 )
 from normviz.batchnorm.plot import BATCH, RUNNING, TWIN, level, rounded, steps_trace
 from normviz.batchnorm.stream import Fraction, batch_indices, make_dataset, phase, run_stream, to_np
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.running import RunningStats
 from normviz.sections import Progress, Section
@@ -117,12 +118,12 @@ def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
     """Batch statistics (dots), running statistics (line), truth (dashed) of one channel,
     up to the chosen batch, whose own statistic and running value are ringed."""
     channel, S, k = trace.channel, trace.steps, trace.at
-    fig = make_subplots(
-        rows=2,
-        cols=1,
+    fig = Spec.grid(
+        2,
+        1,
+        (f"Mean of channel {channel}", f"Variance of channel {channel}"),
         shared_xaxes=True,
         vertical_spacing=0.08,
-        subplot_titles=(f"Mean of channel {channel}", f"Variance of channel {channel}"),
     )
     for row, batch, running, twin, truth in (
         (1, trace.batch_mean, trace.running_mean, trace.twin_mean, trace.true_mean),
@@ -169,17 +170,18 @@ def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
         if trace.step > 0:
             fig.add_trace(_ringed(k, batch[k - 1, channel], running[k - 1, channel], first), row, 1)
     fig.update_xaxes(range=[0.5, S + 0.5])  # fixed: stepping never rescales the axis
-    fig.update_xaxes(title_text="training step (batch)", row=2, col=1)
+    fig.update_xaxes(title="training step (batch)", row=2, col=1)
     title = "Running statistics follow the batches"
     if trace.step > 0:
         title = f"Running statistics after batch {k} of {S}"
     fig.update_layout(title=title, legend={"orientation": "h", "y": -0.15})
-    return style.apply(fig, presenter, height=560)
+    return style.apply(fig, presenter, height=560).figure()
 
 
-def _ringed(k: int, own: float, running: float, show: bool) -> go.Scatter:
+def _ringed(k: int, own: float, running: float, show: bool) -> dict[str, Any]:
     """Batch k's own statistic and the running value after it, ringed."""
-    return go.Scatter(
+    return trace(
+        "scatter",
         x=[k, k],
         y=rounded([own, running]),
         mode="markers",

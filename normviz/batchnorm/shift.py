@@ -8,7 +8,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.batchnorm.lab import LabSetup, check, one_thread
@@ -16,6 +15,7 @@ from normviz.batchnorm.plot import rounded
 from normviz.batchnorm.running import final_running
 from normviz.batchnorm.stream import make_dataset, shifted
 from normviz.core import contract, normalize
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.methods import METHODS
 from normviz.running import RunningStats
@@ -101,14 +101,11 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Shif
 
 def figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
     """Pooled output mean and variance against the evaluation shift, per method."""
-    fig = make_subplots(
-        rows=1,
-        cols=2,
+    fig = Spec.grid(
+        1,
+        2,
+        (f"output mean (scale ×{res.scale:g})", f"output variance (scale ×{res.scale:g})"),
         horizontal_spacing=0.12,
-        subplot_titles=(
-            f"output mean (scale ×{res.scale:g})",
-            f"output variance (scale ×{res.scale:g})",
-        ),
     )
     for i, m in enumerate(res.methods):
         label = METHODS[m].label + (" (evaluation mode)" if METHODS[m].train_eval_differ else "")
@@ -120,7 +117,8 @@ def figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
             (2, res.var[i], res.current_var[i]),
         ):
             fig.add_trace(
-                go.Scatter(
+                trace(
+                    "scatter",
                     x=rounded(res.shifts),
                     y=rounded(ys),
                     mode="lines",
@@ -133,7 +131,8 @@ def figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
                 col,
             )
             fig.add_trace(
-                go.Scatter(
+                trace(
+                    "scatter",
                     x=[res.shift],
                     y=rounded([cur]),
                     mode="markers",
@@ -149,12 +148,12 @@ def figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
         fig.add_vline(
             x=res.shift, line={"color": style.HIGHLIGHT, "dash": "dot", "width": 2}, row=1, col=col
         )
-        fig.update_xaxes(title_text="shift of the evaluation data (in σ)", row=1, col=col)
+        fig.update_xaxes(title="shift of the evaluation data (in σ)", row=1, col=col)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     fig.update_layout(
         title="Shifted evaluation data through each method", legend={"orientation": "h", "y": -0.3}
     )
-    return style.apply(fig, presenter, height=440)
+    return style.apply(fig, presenter, height=440).figure()
 
 
 def table(res: ShiftResult) -> pd.DataFrame:

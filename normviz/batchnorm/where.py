@@ -21,6 +21,7 @@ from normviz import sources, style
 from normviz.batchnorm import stream
 from normviz.batchnorm.lab import LabSetup, check, one_thread
 from normviz.batchnorm.plot import rounded
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.sections import Progress, Section
@@ -123,14 +124,15 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Orde
 
 def figure(res: Orders, presenter: bool = False) -> go.Figure:
     """Histograms of what the ReLU receives in each order; the ReLU zeroes everything left of 0."""
-    fig = go.Figure()
+    fig = Spec()
     colours = (style.METHOD_COLOURS["batch"], style.PALETTE[2], style.BEFORE)
     dashes = ("solid", "dash", "dot")  # the orders differ in dash too, not in colour alone
     for o, colour, dash in zip(res.orders, colours, dashes, strict=True):
         centres = (o.edges[:-1] + o.edges[1:]) / 2
         share = o.counts / max(1, o.counts.sum())
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=rounded(centres, 4),
                 y=rounded(share, 5),
                 mode="lines",
@@ -139,10 +141,10 @@ def figure(res: Orders, presenter: bool = False) -> go.Figure:
             )
         )
     fig.add_vline(x=0, line={"color": style.SELECTED, "dash": "dash", "width": 2})
-    fig.update_xaxes(title_text="value entering the ReLU (left of the dashed line → 0)")
-    fig.update_yaxes(title_text="share of values")
+    fig.update_xaxes(title="value entering the ReLU (left of the dashed line → 0)")
+    fig.update_yaxes(title="share of values")
     fig.update_layout(title="What the ReLU receives", legend={"orientation": "h", "y": -0.25})
-    return style.apply(fig, presenter, height=420)
+    return style.apply(fig, presenter, height=420).figure()
 
 
 def table(res: Orders) -> pd.DataFrame:

@@ -179,3 +179,15 @@ class Spec:
     def figure(self) -> go.Figure:
         """The finished figure, validated by plotly in one pass."""
         return go.Figure({"data": self.data, "layout": self.layout})
+
+    def add_hline_note(self, y: float, text: str, position: str = "top right", **props: Any):
+        """The label `go.Figure.add_hline(y, annotation_text=text,
+        annotation_position=position)` adds beside its line (position: "top left",
+        "top right", "bottom left" or "bottom right"); `props` as `add_annotation`'s."""
+        vertical, horizontal = position.split()
+        return self.add_annotation(
+            **{"text": text, "showarrow": False, "xref": "x domain", "yref": "y", "y": y},
+            **{"x": int(horizontal == "right"), "xanchor": horizontal},
+            **{"yanchor": "bottom" if vertical == "top" else "top"},
+            **props,
+        )

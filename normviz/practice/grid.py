@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from normviz import style
+from normviz.figures.spec import Spec, trace
 from normviz.layouts import LAYOUTS
 from normviz.practice.common import Exercise, TallyRow, Verdict, cell_name
 
@@ -146,8 +147,9 @@ def make_grid_figure(
     if ex.colour == "groups":  # the group's number in each cell: colour is not the only signal
         text = [str(int(g)) for g in _groups(ex)]
     px = cell_px(case.shape)
-    fig = go.Figure(
-        go.Scatter(
+    fig = Spec().add_trace(
+        trace(
+            "scatter",
             x=cols.tolist(),
             y=rows.tolist(),
             mode="markers+text" if text else "markers",
@@ -176,7 +178,8 @@ def make_grid_figure(
     def overlay(idx: Sequence[int], name: str, colour: str, symbol: str, width: float) -> None:
         idx = list(idx)
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=cols[idx].tolist(),
                 y=rows[idx].tolist(),
                 mode="markers",
@@ -236,7 +239,7 @@ def make_grid_figure(
         height=n_rows * px + 140,
         margin={"l": round(label_px) + 50, "r": 20, "t": 70, "b": 40},
     )
-    return fig
+    return fig.figure()
 
 
 def make_tally_figure(
@@ -248,8 +251,9 @@ def make_tally_figure(
         RIGHT if (revealed and r.correct) else (WRONG if revealed else style.PALETTE[0])
         for r in rows
     ]
-    fig = go.Figure(
-        go.Bar(
+    fig = Spec().add_trace(
+        trace(
+            "bar",
             x=[r.count for r in rows],
             y=[r.label for r in rows],
             orientation="h",
@@ -276,4 +280,4 @@ def make_tally_figure(
         },
     )
     style.apply(fig, presenter, height=120 + 40 * max(len(rows), 1))
-    return fig
+    return fig.figure()
