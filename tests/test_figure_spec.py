@@ -91,3 +91,12 @@ def test_a_property_plotly_does_not_know_still_fails() -> None:
     spec = Spec().add_trace(trace("scatter", x=[1], colour="red"))
     with pytest.raises(ValueError, match="colour"):
         spec.figure()
+
+
+@pytest.mark.parametrize("position", ["top left", "top right", "bottom left", "bottom right"])
+def test_a_line_label_sits_where_plotlys_does(position: str) -> None:
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]))
+    fig.add_hline(y=0.5, annotation_text="chance", annotation_position=position)
+    spec = Spec().add_trace(trace("scatter", x=[0, 1], y=[0, 1]))
+    spec.add_hline(y=0.5).add_hline_note(0.5, "chance", position)
+    same(spec, fig)
