@@ -7,7 +7,7 @@ import logging
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time; torch on one thread)
-from ui import css, home, realdata, route, state
+from ui import css, home, realdata, route, runs, state
 from ui.pages import available
 
 presenter = state.link_presenter()  # from the session, or on a first visit the link
@@ -30,7 +30,7 @@ for info in available():
     )
 page = st.navigation(sections)
 try:
-    with state.url_written(page.url_path):  # the query string, written once per run
+    with runs.turn(), state.url_written(page.url_path):  # the query string, written once per run
         state.sidebar(page.url_path)
         state.show_warnings()
         realdata.show_note()  # what a real data source's tensor is, on the pages using one

@@ -272,7 +272,7 @@ async def level_run(
         page_of = lambda i: pages[i % len(pages)]  # noqa: E731
     sessions = [Session(i, page_of(i)) for i in range(n)]
     kw = {"rounds": args.rounds, "same": args.same_link, "think": args.think, "cap": args.cap}
-    before, cpu0 = _rss(pids), _cpu(pids)
+    before, cpu0, client0 = _rss(pids), _cpu(pids), time.process_time()
     peak, stop = list(before), asyncio.Event()
     sampler = asyncio.create_task(_sample_rss(pids, peak, stop))
     t0 = time.perf_counter()
@@ -283,7 +283,7 @@ async def level_run(
     wall = time.perf_counter() - t0
     stop.set()
     await sampler
-    cpu = _cpu(pids) - cpu0
+    cpu, client = _cpu(pids) - cpu0, time.process_time() - client0
     runs = sum(1 + len(s.reruns) for s in sessions)
     if args.settle > 0:  # the sessions are closed: what memory comes back
         await asyncio.sleep(args.settle)
@@ -293,6 +293,8 @@ async def level_run(
         "wall": wall,
         "rss": (before, peak, _rss(pids)),  # MB per process
         "cpu_per_run": cpu / max(1, runs),
+        # the simulated students share this machine's cores with the server
+        "client_cpu": client,
     }
 
 
@@ -362,7 +364,7 @@ async def run_levels(args: argparse.Namespace, processes: int | None) -> list[di
         print(
             f"{'pass':>4} {'sessions':>8} {'ok':>4}  {'first load s (med p90 max)':>26}  "
             f"{'seed change s (med p90 max)':>27}  {'wall s':>7}  {'CPU s/run':>9}  "
-            "RSS MB per process before/peak/after"
+            f"{'client CPU s':>12}  RSS MB per process before/peak/after"
         )
         results = []
         for rep in range(args.repeat):
@@ -375,6 +377,7 @@ async def run_levels(args: argparse.Namespace, processes: int | None) -> list[di
                 print(
                     f"{rep + 1:>4} {n:>8} {len(ok):>4}  {_stats(firsts):>26}  "
                     f"{_stats(reruns):>27}  {r['wall']:7.1f}  {r['cpu_per_run']:9.2f}  "
+                    f"{r['client_cpu']:12.1f}  "
                     f"{_mb(b)}/{_mb(peak)}/{_mb(after)}",
                     flush=True,
                 )
@@ -405,7 +408,8 @@ async def main_async(args: argparse.Namespace) -> None:
     print(
         "\nbehind nginx (scripts/serve.sh):\n"
         f"{'processes':>9} {'students':>8} {'ok':>4}  {'click p50':>9} {'click p90':>9}  "
-        f"{'first p50':>9} {'first p90':>9}  {'peak RSS MB per process':>23}  CPU s/run"
+        f"{'first p50':>9} {'first p90':>9}  {'peak RSS MB per process':>23}  CPU s/run  "
+        "client CPU s"
     )
     for processes, r in summary:
         ok = [s for s in r["sessions"] if not s.error]
@@ -414,7 +418,7 @@ async def main_async(args: argparse.Namespace) -> None:
         print(
             f"{processes:>9} {r['n']:>8} {len(ok):>4}  {statistics.median(clicks):9.2f} "
             f"{_p90(clicks):9.2f}  {statistics.median(firsts):9.2f} {_p90(firsts):9.2f}  "
-            f"{_mb(r['rss'][1]):>23}  {r['cpu_per_run']:9.2f}"
+            f"{_mb(r['rss'][1]):>23}  {r['cpu_per_run']:9.2f}  {r['client_cpu']:12.1f}"
         )
 
 

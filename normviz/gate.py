@@ -9,37 +9,47 @@ in at a time; the others wait in line, told so through their progress callback
 a burst is then about `slots` times one computation's, whatever the class size.
 
 Re-entrant per thread: a computation already inside a gate passes through it again.
+First come, first served: a freed slot goes to the longest waiter, never to a newcomer
+(with a plain semaphore, a session that clicks again at once could take the slot back
+and leave the queue's head waiting for many turns).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 
 POLL_S = 0.5  # how often a queued computation reports (and can be stopped)
 # Called (no arguments) when a gate empties: nothing running in it, nobody waiting.
 # The UI registers the allocator's trim here (ui/warmup.py): the memory of a burst
 # goes back to the system once the burst is over, not after every computation.
 on_idle: list[Callable[[], None]] = []
+# Entered around every wait for, and stay in, a gate's slot: the UI steps out of its
+# gate on script runs there (ui/runs.py), so a run queued for a heavy computation, or
+# busy in one, does not keep a light run from starting.
+around: list[Callable[[], AbstractContextManager[object]]] = []
 
 
 class Gate:
     """At most `slots` computations at once in this process; the rest wait their turn."""
 
-    def __init__(self, name: str, slots: int) -> None:
+    def __init__(self, name: str, slots: int, heavy: bool = True) -> None:
+        """`heavy`: a gate for heavy computations (runs `around` and `on_idle`)."""
         self.name = name
         self.slots = slots
-        self._sem = threading.BoundedSemaphore(slots)
+        self.heavy = heavy
         self._lock = threading.Lock()
-        self._waiting = 0
+        self._free = slots
+        self._queue: deque[threading.Event] = deque()  # the waiters, first come first
         self._mine = threading.local()
         self._inside = 0
 
     @property
     def waiting(self) -> int:
         """How many computations are queued right now."""
-        return self._waiting
+        return len(self._queue)
 
     @contextmanager
     def holding(self) -> Iterator[None]:
@@ -68,40 +78,73 @@ class Gate:
             finally:
                 self._mine.depth -= 1
             return
-        if not self._sem.acquire(blocking=False):
-            with self._lock:
-                self._waiting += 1
+        with ExitStack() as stack:
+            for hook in around if self.heavy else ():
+                stack.enter_context(hook())
+            self._acquire(progress)
+            self._mine.depth = 1
             try:
-                while not self._sem.acquire(timeout=POLL_S):
-                    if progress is not None:
-                        ahead = max(0, self._waiting - 1)
-                        progress(0.0, self.queued_text(ahead))
+                yield
             finally:
-                with self._lock:
-                    self._waiting -= 1
-        self._mine.depth = 1
-        with self._lock:
-            self._inside += 1
+                self._mine.depth = 0
+                if getattr(self._mine, "hold", 0):
+                    self._mine.kept = True  # released when the holding block ends
+                else:
+                    self._release()
+
+    @contextmanager
+    def outside(self) -> Iterator[None]:
+        """Give up this thread's slot for the block, if it holds one; wait for one after."""
+        depth = getattr(self._mine, "depth", 0)
+        if not depth:
+            yield
+            return
+        self._mine.depth = 0
+        self._release()
         try:
             yield
         finally:
-            self._mine.depth = 0
-            if getattr(self._mine, "hold", 0):
-                self._mine.kept = True  # released when the holding block ends
-            else:
+            self._acquire(None)
+            self._mine.depth = depth
+
+    def _acquire(self, progress: Callable[[float, str], None] | None) -> None:
+        """Take a free slot, or queue until `_release` hands one over."""
+        with self._lock:
+            if self._free and not self._queue:
+                self._free -= 1
+                self._inside += 1
+                return
+            turn = threading.Event()
+            self._queue.append(turn)
+        try:
+            while not turn.wait(POLL_S):
+                if progress is not None:
+                    with self._lock:
+                        ahead = self._queue.index(turn) if turn in self._queue else 0
+                    progress(0.0, self.queued_text(ahead))
+        except BaseException:  # stopped while queued: leave the line, or pass the slot on
+            with self._lock:
+                handed = turn.is_set()
+                if not handed:
+                    self._queue.remove(turn)
+            if handed:
                 self._release()
+            raise
 
     def _release(self) -> None:
         with self._lock:
+            if self._queue:  # hand the slot to the longest waiter: it counts as inside
+                self._queue.popleft().set()
+                return
             self._inside -= 1
-            idle = self._inside == 0 and self._waiting == 0
-        self._sem.release()
-        if idle:
+            self._free += 1
+            idle = self._inside == 0
+        if idle and self.heavy:
             for hook in on_idle:
                 hook()
 
     def queued_text(self, ahead: int) -> str:
-        others = f"; {ahead} more waiting" if ahead else ""
+        others = f"; {ahead} more ahead of yours" if ahead else ""
         return (
             f"Queued: {self.slots} {self.name} already running on this server{others}. "
             "Yours starts when one finishes."

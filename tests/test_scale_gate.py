@@ -103,3 +103,106 @@ def test_the_training_lab_queues_its_runs() -> None:
     assert any(s.startswith("Queued: 1 training-lab runs already running") for s in said)
     np.testing.assert_array_equal(second, alone)
     np.testing.assert_array_equal(out[0], alone)
+
+
+def _queue_in_order(g: Gate, names: list[str], entered: list[str], work: float = 0.05):
+    """Start one thread per name, each queued behind the previous one."""
+    threads = []
+    for name in names:
+
+        def go(name: str = name) -> None:
+            with g.enter():
+                entered.append(name)
+                time.sleep(work)
+
+        t = threading.Thread(target=go)
+        t.start()
+        while g.waiting < len(threads) + 1:  # this one is in the line
+            time.sleep(0.001)
+        threads.append(t)
+    return threads
+
+
+def test_first_come_first_served_and_no_barging_back_in() -> None:
+    g = Gate("page runs", slots=1, heavy=False)
+    entered: list[str] = []
+    release = threading.Event()
+
+    def holder() -> None:
+        with g.enter():
+            entered.append("holder")
+            release.wait(10)
+        with g.enter():  # straight back in: behind everyone already waiting
+            entered.append("holder again")
+
+    h = threading.Thread(target=holder)
+    h.start()
+    while g._inside == 0:
+        time.sleep(0.001)
+    threads = _queue_in_order(g, ["a", "b", "c", "d"], entered)
+    release.set()
+    for t in [h, *threads]:
+        t.join(10)
+    assert entered == ["holder", "a", "b", "c", "d", "holder again"]
+    assert g.waiting == 0 and g._inside == 0 and g._free == 1
+
+
+def test_a_run_stopped_while_queued_leaves_the_line() -> None:
+    g = Gate("x", slots=1)
+    release, stopped = threading.Event(), []
+
+    def holder() -> None:
+        with g.enter():
+            release.wait(10)
+
+    def quitter() -> None:
+        def progress(fraction: float, text: str) -> None:
+            raise KeyboardInterrupt  # what Streamlit's stop looks like to the gate: any raise
+
+        try:
+            with g.enter(progress):
+                stopped.append("entered")  # never
+        except KeyboardInterrupt:
+            stopped.append("left")
+
+    h, q = threading.Thread(target=holder), threading.Thread(target=quitter)
+    h.start()
+    while g._inside == 0:
+        time.sleep(0.001)
+    q.start()
+    q.join(10)
+    assert stopped == ["left"] and g.waiting == 0
+    release.set()
+    h.join(10)
+    assert g._inside == 0 and g._free == 1
+    with g.enter():  # the gate still works
+        assert g._inside == 1
+
+
+def test_a_run_steps_out_of_its_turn_while_in_a_heavy_gate(monkeypatch) -> None:
+    runs = Gate("page runs", slots=1, heavy=False)
+    heavy = Gate("training runs", slots=1)
+    monkeypatch.setattr(gate_mod, "around", [runs.outside])
+    in_heavy, light_done, log = threading.Event(), threading.Event(), []
+
+    def trainer() -> None:
+        with runs.enter():
+            with heavy.enter():
+                log.append("training")
+                in_heavy.set()
+                light_done.wait(10)  # a light run gets the run slot meanwhile
+            log.append(f"back in its turn: {runs._inside}")
+
+    def light() -> None:
+        in_heavy.wait(10)
+        with runs.enter():
+            log.append("light run")
+        light_done.set()
+
+    threads = [threading.Thread(target=trainer), threading.Thread(target=light)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert log == ["training", "light run", "back in its turn: 1"]
+    assert runs._inside == 0 and heavy._inside == 0
