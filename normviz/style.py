@@ -6,6 +6,7 @@ from typing import TypeVar
 
 import plotly.graph_objects as go
 import plotly.io as pio
+from plotly.colors import get_colorscale
 
 from normviz.figures.spec import Spec
 
@@ -48,7 +49,9 @@ MUTED = "#D9D9D9"  # cells outside the selection
 BEFORE = "#7F7F7F"  # "before" histograms
 EDGE = "#B3B3B3"  # cell edges and quiet lines (unhighlighted arrows, faint cells)
 INK = "#444444"  # axis lines, legend symbol outlines
-DIVERGING = "RdBu_r"  # values around 0
+# values around 0: plotly's "RdBu_r" spelled out (plotly.js knows no reversed "_r"
+# names, and figures built as dicts are not expanded by plotly.py's validation)
+DIVERGING: list[list[float | str]] = [[float(p), c] for p, c in get_colorscale("RdBu_r")]
 FONT_FAMILY = "Source Sans Pro, Arial, sans-serif"
 BASE_FONT = 16  # px; presenter mode multiplies it
 PRESENTER_SCALE = 1.4

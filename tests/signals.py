@@ -45,3 +45,11 @@ def same_looking(fig: go.Figure) -> list[list[str]]:
         where = tuple(getattr(t, k, None) for k in ("xaxis", "yaxis", "scene"))
         by_look[(where, signal(t))].append(t.name)
     return [names for names in by_look.values() if len(set(names)) > 1]
+
+
+def assert_valid(fig: go.Figure) -> None:
+    """A figure built without plotly's validation (normviz.figures.spec) is what plotly's
+    validation would make of it: no unknown property, nothing plotly would coerce
+    (a string title it would turn into {"text": ...})."""
+    sent = fig.to_plotly_json()
+    assert go.Figure(sent).to_plotly_json() == sent

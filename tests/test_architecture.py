@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from signals import same_looking
+from signals import assert_valid, same_looking
 
 from normviz.errors import Refusal
 from normviz.knobs import Knob
@@ -151,6 +151,7 @@ def test_section_interface(path: str, section: Section) -> None:
             if fig is not None:
                 assert len(fig.to_json()) <= MAX_FIGURE_BYTES, section.slug
                 assert not same_looking(fig), same_looking(fig)  # colour is not the only signal
+                assert_valid(fig)
         df = section.table(res)
         assert df is None or isinstance(df, pd.DataFrame)
         notes = list(section.notes(res))

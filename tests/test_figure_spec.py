@@ -6,13 +6,16 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 from plotly.subplots import make_subplots
+from signals import assert_valid
 
 from normviz import style
 from normviz.figures.spec import Spec, merge, trace
 
 
 def same(spec: Spec, fig: go.Figure) -> None:
-    assert spec.figure().to_plotly_json() == fig.to_plotly_json()
+    built = spec.figure()
+    assert built.to_plotly_json() == fig.to_plotly_json()
+    assert_valid(built)
 
 
 @pytest.mark.parametrize("presenter", [False, True])
@@ -87,10 +90,13 @@ def test_merge_copies_and_follows_plotlys_rules() -> None:
     assert layout["title"] == {"text": "t", "font": {"size": 3}}
 
 
-def test_a_property_plotly_does_not_know_still_fails() -> None:
-    spec = Spec().add_trace(trace("scatter", x=[1], colour="red"))
+def test_what_validation_would_refuse_or_change_fails_the_check() -> None:
+    unknown = Spec().add_trace(trace("scatter", x=[1], colour="red")).figure()
     with pytest.raises(ValueError, match="colour"):
-        spec.figure()
+        assert_valid(unknown)
+    coerced = Spec().add_trace(trace("heatmap", z=[[1]], colorbar={"title": "units"})).figure()
+    with pytest.raises(AssertionError):
+        assert_valid(coerced)
 
 
 @pytest.mark.parametrize("position", ["top left", "top right", "bottom left", "bottom right"])

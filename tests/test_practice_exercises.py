@@ -12,6 +12,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from signals import assert_valid
 from test_core import torch_reference
 from torch import nn
 
@@ -371,6 +372,11 @@ def test_every_kind_is_deterministic_and_grades_its_truth(kind: str) -> None:
             fig = practice.make_grid_figure(ex)
             assert len(fig.data[0].customdata) == ex.n_cells
             assert len(fig.to_json()) < 200_000
+            if seed < 3 and ex.form == "cells":  # graded, a wrong pick too: every branch
+                picked = (0, ex.n_cells - 1)
+                verdict = grade(ex, ",".join(str(i) for i in picked))
+                for presenter in (False, True):
+                    assert_valid(practice.make_grid_figure(ex, picked, verdict, presenter))
 
 
 @FAST
@@ -401,3 +407,5 @@ def test_tally_groups_and_labels_answers() -> None:
     ex = practice.exercise("cells", 0)
     rows = practice.tally(ex, {",".join(ex.truth): 2, "": 1, "999999": 4})
     assert sum(r.count for r in rows) == 3 and rows[0].label == "all right"
+    for revealed in (False, True):
+        assert_valid(practice.make_tally_figure(rows, revealed, presenter=revealed))
