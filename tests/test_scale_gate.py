@@ -8,6 +8,7 @@ import time
 import numpy as np
 import pytest
 
+from benchmarks.common import app_test
 from normviz import gate as gate_mod
 from normviz.distributions import GATE as DIST_GATE
 from normviz.gate import Gate
@@ -206,3 +207,37 @@ def test_a_run_steps_out_of_its_turn_while_in_a_heavy_gate(monkeypatch) -> None:
         t.join(10)
     assert log == ["training", "light run", "back in its turn: 1"]
     assert runs._inside == 0 and heavy._inside == 0
+
+
+def test_a_page_run_waits_for_its_turn_in_the_process() -> None:
+    """app.py takes one of ui.runs' slots: while another run holds it, a page waits in
+    line, and it runs once the slot is free."""
+    from ui.runs import RUNS, SLOTS
+
+    at = app_test("axes")
+    done: list[bool] = []
+    runner = threading.Thread(target=lambda: done.append(not at.run().exception))
+    release, holding = threading.Event(), threading.Semaphore(0)
+
+    def hold() -> None:  # another session's run, in its own thread
+        with RUNS.enter():
+            holding.release()
+            release.wait(600)
+
+    holders = [threading.Thread(target=hold) for _ in range(SLOTS)]
+    for h in holders:
+        h.start()
+        holding.acquire()
+    try:
+        runner.start()
+        for _ in range(600):  # the page's run joins the line (not a speed limit: 60 s)
+            if RUNS.waiting:
+                break
+            time.sleep(0.1)
+        assert RUNS.waiting == 1 and not done
+    finally:
+        release.set()
+    for h in holders:
+        h.join(60)
+    runner.join(600)
+    assert done == [True] and RUNS.waiting == 0 and RUNS._inside == 0
