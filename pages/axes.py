@@ -58,11 +58,13 @@ def explorer(setup: axes.AxesSetup) -> None:
     with right:
         st.markdown(FLAT.intro)
         view = runner.result(PAGE, FLAT, setup, knobs)
-        if view is not None:
+        drawn = None if view is None else runner.drawn(PAGE, FLAT, view, setup, knobs, presenter)
+        if drawn is not None:
+            fig, words = drawn
             runner.chart(
-                runner.figure(PAGE, FLAT, view, setup, knobs, presenter),
+                fig,
                 FLAT_KEY,
-                FLAT.alt(view),
+                words,
                 on_select=functools.partial(_on_flat_click, con.layout, con.shape),
                 selection_mode="points",
             )

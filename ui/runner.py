@@ -76,19 +76,6 @@ def drawn(
     return _figure(section, result, page, section.slug, setup, items, presenter)
 
 
-def figure(
-    page: str,
-    section: Section,
-    result: Any,
-    setup: Any,
-    knobs: Mapping[str, Value],
-    presenter: bool = False,
-) -> go.Figure | None:
-    """The section's cached figure of `result` (see `drawn`)."""
-    pair = drawn(page, section, result, setup, knobs, presenter)
-    return None if pair is None else pair[0]
-
-
 def refusal(e: NormConfigError) -> None:
     """Show why a setting cannot run: a lesson (torch's own refusal) or an error."""
     text = md_text(e, limit=400)
