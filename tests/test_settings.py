@@ -56,6 +56,15 @@ def test_custom_axes_and_centred() -> None:
     assert s.norm_kwargs() == {"eps": 1e-5, "axes": ("B", "T"), "centred": False}
 
 
+def test_a_long_run_of_whole_numbers_is_named_by_its_ends() -> None:
+    layer = next(k for k in ns.PAGE_PARAMS["batchnorm"] if k.name == "bn_layer")
+    with pytest.raises(ValueError, match=r"^expected a whole number from 1 to 49$"):
+        ns.parse(layer, "99")
+    eps = ns.SHARED["eps"]
+    with pytest.raises(ValueError, match=r"^expected one of 0.0, 1e-12, "):
+        ns.parse(eps, "2e-5")
+
+
 @pytest.mark.parametrize(
     ("query", "needle"),
     [

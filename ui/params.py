@@ -10,7 +10,7 @@ its topic package (its sections' knobs).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from normviz import axes, batchnorm, choose, distributions, practice, residual, training
@@ -73,11 +73,20 @@ def parse(p: Knob, raw: str) -> Value:
     if p.choices is not None:
         match = [c for c in p.choices if _same(c, v)]
         if not match:
-            raise ValueError(f"expected one of {', '.join(map(str, p.choices))}")
+            raise ValueError(f"expected {_one_of(p.choices)}")
         v = match[0]
     if (p.lo is not None and v < p.lo) or (p.hi is not None and v > p.hi):  # type: ignore[operator]
         raise ValueError(f"expected a value from {_fmt(p.lo)} to {_fmt(p.hi)}")
     return v
+
+
+def _one_of(choices: Sequence[Value]) -> str:
+    """ "one of a, b, c"; a long run of whole numbers as "a whole number from 1 to 49"."""
+    first = choices[0]
+    run = isinstance(first, int) and not isinstance(first, bool)
+    if run and len(choices) > 8 and list(choices) == list(range(first, first + len(choices))):
+        return f"a whole number from {first} to {choices[-1]}"
+    return "one of " + ", ".join(map(str, choices))
 
 
 def fmt(value: Value) -> str:
