@@ -10,6 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from normviz import style
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob
 from normviz.training.data import digits
 from normviz.training.models import NORM_LABELS, Net, pooled
@@ -68,7 +69,7 @@ def pct(v: float) -> str:
 
 
 def add_line(
-    fig: go.Figure,
+    fig: Spec,
     x: Sequence[float],
     runs: np.ndarray,
     name: str,
@@ -82,7 +83,8 @@ def add_line(
     """Mean over seeds (runs: (len(x), seeds)) with the spread as error bars."""
     m, s = mean_sd(runs)
     fig.add_trace(
-        go.Scatter(
+        trace(
+            "scatter",
             x=list(x),
             y=m.tolist(),
             error_y={"type": "data", "array": s.tolist(), "visible": bool(s.any())},
@@ -98,7 +100,8 @@ def add_line(
     )
 
 
-def finish(fig: go.Figure, title: str, presenter: bool, height: int = 440) -> go.Figure:
+def finish(fig: Spec, title: str, presenter: bool, height: int = 440) -> go.Figure:
     # below the x-axis title, which sits at about y = −0.15
     fig.update_layout(title=title, legend={"orientation": "h", "yanchor": "top", "y": -0.25})
-    return style.apply(fig, presenter, height=round(height * (1.25 if presenter else 1)))
+    fig = style.apply(fig, presenter, height=round(height * (1.25 if presenter else 1)))
+    return fig.figure() if isinstance(fig, Spec) else fig

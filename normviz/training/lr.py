@@ -16,6 +16,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from normviz.errors import Refusal
+from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 from normviz.training import common
@@ -104,7 +105,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> LrResul
 
 
 def figure(res: LrResult, presenter: bool) -> go.Figure:
-    fig = go.Figure()
+    fig = Spec()
     for i, n in enumerate(res.norms):
         common.add_line(
             fig,
@@ -114,9 +115,8 @@ def figure(res: LrResult, presenter: bool) -> go.Figure:
             common.colour(n),
             symbol_=common.symbol(n),
         )
-    fig.add_hline(
-        y=100 * TRAINS_AT, line={"dash": "dot", "color": "#444"}, annotation_text="trains"
-    )
+    fig.add_hline(100 * TRAINS_AT, line={"dash": "dot", "color": "#444"})
+    fig.add_hline_note(100 * TRAINS_AT, "trains")
     fig.update_xaxes(type="log", title="learning rate (SGD, momentum 0.9)")
     fig.update_yaxes(title="validation accuracy (%)", range=[0, 100])
     return common.finish(fig, "Validation accuracy after training, by learning rate", presenter)
