@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pandas as pd
 import plotly.graph_objects as go
 
+from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 from normviz.training import common
@@ -66,7 +67,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> TinyRes
 
 
 def figure(res: TinyResult, presenter: bool) -> go.Figure:
-    fig = go.Figure()
+    fig = Spec()
     r = res.runs
     for i, n in enumerate(r.norms):
         common.add_line(
