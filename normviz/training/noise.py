@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 from normviz.training import common
@@ -82,8 +83,9 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> NoiseRe
 
 def figure(res: NoiseResult, presenter: bool) -> go.Figure:
     m, s = common.mean_sd(100 * res.gap)
-    fig = go.Figure(
-        go.Bar(
+    fig = Spec().add_trace(
+        trace(
+            "bar",
             x=list(res.names),
             y=m.tolist(),
             error_y={"type": "data", "array": s.tolist()},
