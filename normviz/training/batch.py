@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 from normviz.training import common
@@ -71,10 +71,10 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> BatchRe
 
 
 def figure(res: BatchResult, presenter: bool) -> go.Figure:
-    fig = make_subplots(
+    fig = Spec.grid(
         1,
         2,
-        subplot_titles=("Wu & He 2018: ImageNet, ResNet-50", "here: digits, MLP"),
+        ("Wu & He 2018: ImageNet, ResNet-50", "here: digits, MLP"),
         horizontal_spacing=0.12,
     )
     xs = list(res.sizes)
