@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
+from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 from normviz.sources import cite
@@ -101,7 +101,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> SmoothR
 
 
 def figure(res: SmoothResult, presenter: bool) -> go.Figure:
-    fig = make_subplots(1, 2, subplot_titles=("loss range along the gradient", "gradient change"))
+    fig = Spec.grid(1, 2, ("loss range along the gradient", "gradient change"))
     for i, n in enumerate(NORMS):
         common.add_line(
             fig,
