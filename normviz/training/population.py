@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
 from normviz.training import common
@@ -108,13 +108,8 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Populat
 
 
 def figure(res: PopulationResult, presenter: bool) -> go.Figure:
-    fig = make_subplots(
-        1,
-        2,
-        subplot_titles=(
-            "BatchNorm along training",
-            f"shifted digits: {res.shift} {res.strength:g}",
-        ),
+    fig = Spec.grid(
+        1, 2, ("BatchNorm along training", f"shifted digits: {res.shift} {res.strength:g}")
     )
     common.add_line(
         fig,
@@ -137,7 +132,8 @@ def figure(res: PopulationResult, presenter: bool) -> go.Figure:
     ):
         m, s = common.mean_sd(100 * arr)
         fig.add_trace(
-            go.Bar(
+            trace(
+                "bar",
                 x=names,
                 y=m.tolist(),
                 error_y={"type": "data", "array": s.tolist()},
