@@ -103,5 +103,4 @@ def add_line(
 def finish(fig: Spec, title: str, presenter: bool, height: int = 440) -> go.Figure:
     # below the x-axis title, which sits at about y = −0.15
     fig.update_layout(title=title, legend={"orientation": "h", "yanchor": "top", "y": -0.25})
-    fig = style.apply(fig, presenter, height=round(height * (1.25 if presenter else 1)))
-    return fig.figure() if isinstance(fig, Spec) else fig
+    return style.apply(fig, presenter, height=round(height * (1.25 if presenter else 1))).figure()
