@@ -197,3 +197,11 @@ class Spec:
             **{"yanchor": "bottom" if vertical == "top" else "top"},
             **props,
         )
+
+    def update_annotations(self, patch: Mapping[str, Any] | None = None, **props: Any):
+        """Update every annotation of the layout, as `go.Figure.update_annotations` with no
+        selector: `fig.update_annotations(font_size=12)` is
+        `spec.update_annotations(font={"size": 12})`."""
+        for item in self.layout.get("annotations", ()):
+            merge(item, {**(patch or {}), **props})
+        return self
