@@ -8,7 +8,8 @@ page, so the pages' figures are assembled here.
 
 `Spec` offers the few `go.Figure` methods the builders use, with the same meaning
 (`add_trace`, `update_layout`, `update_xaxes`, `update_yaxes`, `add_annotation`,
-`add_shape`, `add_vline`, `add_hline`), so `style.apply` and `style.top_room` take either.
+`add_shape`, `add_vline`, `add_hline`, `update_annotations`), so `style.apply` and
+`style.top_room` take either.
 Two differences: traces are dicts (`trace("bar", x=...)`), and there are no "magic
 underscores": write `{"title": {"text": "value"}}`, not `title_text="value"`.
 
