@@ -106,3 +106,15 @@ def test_a_line_label_sits_where_plotlys_does(position: str) -> None:
     spec = Spec().add_trace(trace("scatter", x=[0, 1], y=[0, 1]))
     spec.add_hline(y=0.5).add_hline_note(0.5, "chance", position)
     same(spec, fig)
+
+
+def test_update_annotations_reaches_every_note_as_plotlys_does() -> None:
+    titles = ("left", "right<br>two lines")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=titles)
+    fig.add_annotation(text="here", x=1, y=2, row=1, col=2, showarrow=False, font={"color": "red"})
+    fig.update_annotations(font_size=20, yshift=3)
+    spec = Spec.grid(1, 2, titles)
+    spec.add_annotation(text="here", x=1, y=2, row=1, col=2, showarrow=False, font={"color": "red"})
+    spec.update_annotations({"font": {"size": 20}}, yshift=3)
+    same(spec, fig)
+    same(Spec().update_annotations(font={"size": 20}), go.Figure().update_annotations(font_size=20))

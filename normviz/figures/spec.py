@@ -8,7 +8,8 @@ page, so the pages' figures are assembled here.
 
 `Spec` offers the few `go.Figure` methods the builders use, with the same meaning
 (`add_trace`, `update_layout`, `update_xaxes`, `update_yaxes`, `add_annotation`,
-`add_shape`, `add_vline`, `add_hline`), so `style.apply` and `style.top_room` take either.
+`add_shape`, `add_vline`, `add_hline`, `update_annotations`), so `style.apply` and
+`style.top_room` take either.
 Two differences: traces are dicts (`trace("bar", x=...)`), and there are no "magic
 underscores": write `{"title": {"text": "value"}}`, not `title_text="value"`.
 
@@ -197,3 +198,11 @@ class Spec:
             **{"yanchor": "bottom" if vertical == "top" else "top"},
             **props,
         )
+
+    def update_annotations(self, patch: Mapping[str, Any] | None = None, **props: Any):
+        """Update every annotation of the layout, as `go.Figure.update_annotations` with no
+        selector: `fig.update_annotations(font_size=12)` is
+        `spec.update_annotations(font={"size": 12})`."""
+        for item in self.layout.get("annotations", ()):
+            merge(item, {**(patch or {}), **props})
+        return self

@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from normviz import style
+from normviz.figures.spec import Spec, trace
 from normviz.residual.model import PLACEMENT_LABELS
 
 # Colour and dash both differ, so the three placements stay apart in grey-scale too.
@@ -44,7 +45,7 @@ def line(placement: str) -> dict[str, object]:
 
 def median_traces(
     xs: list[int], vals: np.ndarray, placement: str, x_name: str, legend: bool
-) -> list[go.Scatter]:
+) -> list[dict[str, object]]:
     """The median over seeds (rows of `vals`) as a line, and their range as a band (2+ seeds)."""
     colour = PLACEMENT_COLOURS[placement]
     name = PLACEMENT_LABELS[placement]
@@ -52,7 +53,8 @@ def median_traces(
     if vals.shape[0] > 1:
         lo, hi = np.min(vals, axis=0), np.max(vals, axis=0)
         out.append(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=xs + xs[::-1],
                 y=rounded(hi) + rounded(lo)[::-1],
                 fill="toself",
@@ -67,7 +69,8 @@ def median_traces(
     with np.errstate(invalid="ignore"):
         med = np.median(vals, axis=0)
     out.append(
-        go.Scatter(
+        trace(
+            "scatter",
             x=xs,
             y=rounded(med),
             mode="lines",
@@ -81,18 +84,18 @@ def median_traces(
     return out
 
 
-def finish_panels(fig: go.Figure, title: str, presenter: bool, height: int) -> go.Figure:
+def finish_panels(fig: Spec, title: str, presenter: bool, height: int) -> go.Figure:
     """Title, legend below, the house style, and room for the title above the panel titles."""
     size = style.font_size(presenter)
     fig.update_layout(
-        title_text=title,
+        title={"text": title},
         # the legend at the very bottom, under the x titles (which automargin keeps clear)
         legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
         hovermode="closest",
     )
     style.apply(fig, presenter, height=height)
-    fig.update_annotations(font_size=size)  # the panel titles, as large as the rest
+    fig.update_annotations(font={"size": size})  # the panel titles, as large as the rest
     fig.update_layout(margin={"b": round(size * 1.3) + 24})
     # room above the panels for the title and the panel titles (two lines at most)
-    panel = max((style.lines(a.text) for a in fig.layout.annotations), default=0)
-    return style.top_room(fig, presenter, below=panel)
+    panel = max((style.lines(a.get("text")) for a in fig.layout.get("annotations", ())), default=0)
+    return style.top_room(fig, presenter, below=panel).figure()

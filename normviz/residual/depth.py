@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
+from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.residual.curves import finish_panels, median_traces
 from normviz.residual.model import (
@@ -190,10 +190,10 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
     A line is the median over seeds, the band the range across seeds; y is logarithmic.
     Values that overflowed float32 (inf) leave a gap.
     """
-    fig = make_subplots(
-        rows=1,
-        cols=len(PANELS),
-        subplot_titles=[title for _, title in PANELS],
+    fig = Spec.grid(
+        1,
+        len(PANELS),
+        tuple(title for _, title in PANELS),
         horizontal_spacing=0.1,  # each panel's own y tick labels sit in the gap
     )
     L = profile.depth
@@ -203,8 +203,8 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         for i, p in enumerate(profile.placements):
             for trace in median_traces(xs, data[i], p, "block", legend=col == 1):
                 fig.add_trace(trace, row=1, col=col)
-        fig.update_yaxes(type="log", exponentformat="power", row=1, col=col)
-        fig.update_xaxes(title_text="block l (0 = input)", row=1, col=col)
+        fig.update_yaxes({"type": "log", "exponentformat": "power"}, row=1, col=col)
+        fig.update_xaxes({"title": {"text": "block l (0 = input)"}}, row=1, col=col)
     cfg = profile.config
     title = (
         f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}:<br>"

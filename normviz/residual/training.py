@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 import torch
 
 from normviz import style
+from normviz.figures.spec import Spec, trace
 from normviz.gate import Gate
 from normviz.knobs import Knob, Value
 from normviz.residual import model
@@ -153,12 +154,13 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> TrainRu
 
 def make_loss_figure(run: TrainRun, presenter: bool = False) -> go.Figure:
     """Training loss per step for each placement (log y); a cross marks where a run diverged."""
-    fig = go.Figure()
+    fig = Spec()
     for i, p in enumerate(run.placements):
         losses = run.losses[i]
         colour = PLACEMENT_COLOURS[p]
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 y=rounded(losses),
                 x0=0,
                 dx=1,
@@ -174,7 +176,8 @@ def make_loss_figure(run: TrainRun, presenter: bool = False) -> go.Figure:
             last = losses[:at][np.isfinite(losses[:at])]
             y = float(last[-1]) if last.size else 1.0
             fig.add_trace(
-                go.Scatter(
+                trace(
+                    "scatter",
                     x=[at],
                     y=rounded([y]),
                     mode="markers+text",
@@ -186,14 +189,16 @@ def make_loss_figure(run: TrainRun, presenter: bool = False) -> go.Figure:
                     showlegend=False,
                 )
             )
-    fig.update_yaxes(type="log", exponentformat="power", title_text="training loss (MSE)")
-    fig.update_xaxes(title_text="Adam step")
+    fig.update_yaxes(
+        {"type": "log", "exponentformat": "power", "title": {"text": "training loss (MSE)"}}
+    )
+    fig.update_xaxes({"title": {"text": "Adam step"}})
     cfg = run.config
     fig.update_layout(
-        title_text=f"Training {cfg.depth} blocks at learning rate {run.lr:g}",
+        title={"text": f"Training {cfg.depth} blocks at learning rate {run.lr:g}"},
         legend={"orientation": "h", "y": -0.2, "x": 0},
     )
-    return style.apply(fig, presenter, height=420)
+    return style.apply(fig, presenter, height=420).figure()
 
 
 def notes(result: TrainRun) -> tuple[str, ...]:

@@ -15,9 +15,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from normviz import sources
+from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.residual.curves import finish_panels, median_traces
 from normviz.residual.model import (
@@ -145,10 +145,10 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> OutputG
 
 def figure(res: OutputGradients, presenter: bool = False) -> go.Figure:
     """One panel per depth: gradient norm of each block's parameters, block index on x (log y)."""
-    fig = make_subplots(
-        rows=1,
-        cols=len(res.depths),
-        subplot_titles=[f"L = {L} blocks" for L in res.depths],
+    fig = Spec.grid(
+        1,
+        len(res.depths),
+        tuple(f"L = {L} blocks" for L in res.depths),
         shared_yaxes=True,
         horizontal_spacing=0.04,
     )
@@ -159,9 +159,9 @@ def figure(res: OutputGradients, presenter: bool = False) -> go.Figure:
                 fig.add_trace(trace, row=1, col=col)
     # one x title, under the middle panel: three copies of it would not fit side by side
     middle = (len(res.depths) + 1) // 2
-    fig.update_xaxes(title_text="block l (L = nearest the output)", row=1, col=middle)
-    fig.update_yaxes(type="log", exponentformat="power")
-    fig.update_yaxes(title_text="‖gradient of block l's parameters‖", row=1, col=1)
+    fig.update_xaxes({"title": {"text": "block l (L = nearest the output)"}}, row=1, col=middle)
+    fig.update_yaxes({"type": "log", "exponentformat": "power"})
+    fig.update_yaxes({"title": {"text": "‖gradient of block l's parameters‖"}}, row=1, col=1)
     cfg = res.config
     title = (
         f"At initialization, width {cfg.width}, {cfg.norm_label}:<br>"

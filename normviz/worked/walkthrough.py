@@ -12,11 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import plotly.colors
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from normviz import style
 from normviz.errors import NormConfigError
+from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.methods import METHODS
 from normviz.sections import Progress, Section
@@ -150,25 +151,26 @@ def steps_frame(steps: MethodSteps) -> pd.DataFrame:
 # ---- the figure -----------------------------------------------------------------------
 
 
-def _panel(
-    fig: go.Figure, z: np.ndarray, col: int, diverging: bool, name: str, presenter: bool
-) -> None:
+# plotly's "Greys" spelled out: a figure built as dicts is not expanded by validation
+GREYS = [[float(v), c] for v, c in plotly.colors.get_colorscale("Greys")]
+
+
+def _panel(fig: Spec, z: np.ndarray, col: int, diverging: bool, name: str, presenter: bool) -> None:
     """One annotated heatmap; rows drawn top-down as in the matrix."""
     rows, cols = z.shape
     text = [[fmt(v) for v in row] for row in z]
     lim = float(np.max(np.abs(z))) or 1.0
+    scale = {"colorscale": style.DIVERGING, "zmid": 0, "zmin": -lim, "zmax": lim}
     fig.add_trace(
-        go.Heatmap(
+        trace(
+            "heatmap",
             z=np.round(z, 4).tolist(),
             x=[f"col {j + 1}" for j in range(cols)],
             y=[f"row {i + 1}" for i in range(rows)],
             text=text,
             texttemplate="%{text}",
             textfont={"size": style.font_size(presenter) + 2},
-            colorscale=style.DIVERGING if diverging else "Greys",
-            zmid=0 if diverging else None,
-            zmin=-lim if diverging else None,
-            zmax=lim if diverging else None,
+            **(scale if diverging else {"colorscale": GREYS}),
             showscale=False,
             name=name,
             hovertemplate=f"{name}<br>%{{y}}, %{{x}}: %{{text}}<extra></extra>",
@@ -178,10 +180,10 @@ def _panel(
         row=1,
         col=col,
     )
-    fig.update_yaxes(autorange="reversed", row=1, col=col)
+    fig.update_yaxes({"autorange": "reversed"}, row=1, col=col)
 
 
-def _outline(fig: go.Figure, steps: MethodSteps, col: int, shape: tuple[int, int]) -> None:
+def _outline(fig: Spec, steps: MethodSteps, col: int, shape: tuple[int, int]) -> None:
     """A rectangle around each group of cells that shares one mean and variance."""
     rows, cols = shape
     colour = style.METHOD_COLOURS[steps.method]
@@ -209,17 +211,17 @@ def make_worked_figure(
 ) -> go.Figure:
     """The input, then each method's output, with the cells that share statistics outlined."""
     # two short lines: a third of a phone-wide chart holds about 20 characters a line
-    titles = ["Input x"] + [f"{s.label}, one μ, σ²<br>per {s.pools} (outlined)" for s in steps]
-    fig = make_subplots(rows=1, cols=1 + len(steps), subplot_titles=titles, horizontal_spacing=0.06)
+    titles = ("Input x", *(f"{s.label}, one μ, σ²<br>per {s.pools} (outlined)" for s in steps))
+    fig = Spec.grid(1, 1 + len(steps), titles, horizontal_spacing=0.06)
     _panel(fig, x, 1, False, "input", presenter)
     for col, s in enumerate(steps, start=2):
         _panel(fig, s.output, col, True, s.label, presenter)
         _outline(fig, s, col, x.shape)
-    fig.update_xaxes(showgrid=False)
-    fig.update_yaxes(showgrid=False)
+    fig.update_xaxes({"showgrid": False})
+    fig.update_yaxes({"showgrid": False})
     style.apply(fig, presenter)
     style.top_room(fig, presenter, below=2)  # the panel titles' two lines
-    return fig.update_layout(height=fig.layout.margin.t + 100 + 48 * x.shape[0])
+    return fig.update_layout(height=fig.layout["margin"]["t"] + 100 + 48 * x.shape[0]).figure()
 
 
 def figure(result: Walkthrough, presenter: bool) -> go.Figure | None:
