@@ -157,3 +157,20 @@ def test_section_interface(path: str, section: Section) -> None:
         notes = list(section.notes(res))
         assert all(isinstance(n, str) and n.strip() for n in notes)
     assert ran, f"{section.slug} refused both its defaults and its maxima"
+
+
+def test_every_figure_is_built_as_a_spec() -> None:
+    """One way to build a figure (normviz/figures/spec.py): plotly's object API, which
+    costs 5-40 ms a figure, appears nowhere else."""
+    import re
+
+    object_api = re.compile(r"make_subplots\(|\bgo\.(?!Figure\b)[A-Z]\w*\(|\bgo\.Figure\(")
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for folder in ("normviz", "ui", "pages")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path.name != "spec.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if object_api.search(line)
+    ]
+    assert not found, found

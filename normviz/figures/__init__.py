@@ -1,1 +1,1 @@
-"""Pure figure builders: make_*_figure(...) -> go.Figure, one module per topic."""
+"""How every figure is built: `spec.Spec`, plain dicts turned into a `go.Figure` once."""

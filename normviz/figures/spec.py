@@ -4,7 +4,7 @@ Plotly's object API validates and walks its property tree on every call: a page'
 figure built with `make_subplots`, `go.Scatter(...)`, `add_trace` and `update_layout`
 costs 10 to 40 ms of CPU, while `go.Figure(spec)` from the finished dicts costs 2 to
 5 ms, and 0.3 to 1.5 ms without validation. A seed change rebuilds every figure of a
-page, so the pages' figures are assembled here.
+page, so every figure of the app is assembled here.
 
 `Spec` offers the few `go.Figure` methods the builders use, with the same meaning
 (`add_trace`, `update_layout`, `update_xaxes`, `update_yaxes`, `add_annotation`,
