@@ -49,9 +49,10 @@ MUTED = "#D9D9D9"  # cells outside the selection
 BEFORE = "#7F7F7F"  # "before" histograms
 EDGE = "#B3B3B3"  # cell edges and quiet lines (unhighlighted arrows, faint cells)
 INK = "#444444"  # axis lines, legend symbol outlines
-# values around 0: plotly's "RdBu_r" spelled out (plotly.js knows no reversed "_r"
-# names, and figures built as dicts are not expanded by plotly.py's validation)
+# Colour scales spelled out as plotly.py's validation would: figures are built as dicts
+# without it (normviz/figures/spec.py), and plotly.js knows no reversed "_r" names.
 DIVERGING: list[list[float | str]] = [[float(p), c] for p, c in get_colorscale("RdBu_r")]
+GREYS: list[list[float | str]] = [[float(p), c] for p, c in get_colorscale("Greys")]
 FONT_FAMILY = "Source Sans Pro, Arial, sans-serif"
 BASE_FONT = 16  # px; presenter mode multiplies it
 PRESENTER_SCALE = 1.4

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import plotly.colors
 import plotly.graph_objects as go
 
 from normviz import style
@@ -151,10 +150,6 @@ def steps_frame(steps: MethodSteps) -> pd.DataFrame:
 # ---- the figure -----------------------------------------------------------------------
 
 
-# plotly's "Greys" spelled out: a figure built as dicts is not expanded by validation
-GREYS = [[float(v), c] for v, c in plotly.colors.get_colorscale("Greys")]
-
-
 def _panel(fig: Spec, z: np.ndarray, col: int, diverging: bool, name: str, presenter: bool) -> None:
     """One annotated heatmap; rows drawn top-down as in the matrix."""
     rows, cols = z.shape
@@ -170,7 +165,7 @@ def _panel(fig: Spec, z: np.ndarray, col: int, diverging: bool, name: str, prese
             text=text,
             texttemplate="%{text}",
             textfont={"size": style.font_size(presenter) + 2},
-            **(scale if diverging else {"colorscale": GREYS}),
+            **(scale if diverging else {"colorscale": style.GREYS}),
             showscale=False,
             name=name,
             hovertemplate=f"{name}<br>%{{y}}, %{{x}}: %{{text}}<extra></extra>",
