@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import get_colorscale
 
 from normviz.figures.spec import Spec
-
-F = TypeVar("F", go.Figure, Spec)  # style.apply and top_room take either, return it
 
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 PALETTE: tuple[str, ...] = (
@@ -91,19 +87,14 @@ def font_size(presenter: bool = False) -> int:
     return round(BASE_FONT * (PRESENTER_SCALE if presenter else 1.0))
 
 
-def title_of(fig: go.Figure | Spec) -> str | None:
-    """The figure's title text."""
-    return fig.title if isinstance(fig, Spec) else fig.layout.title.text
-
-
-def apply(fig: F, presenter: bool = False, height: int | None = None) -> F:
+def apply(fig: Spec, presenter: bool = False, height: int | None = None) -> Spec:
     """House layout: large fonts, white background, compact margins."""
     size = font_size(presenter)
     fig.update_layout(
         {
             "font": {"family": FONT_FAMILY, "size": size},
             "title": {"font": {"size": round(size * 1.15)}},
-            "margin": {"l": 10, "r": 10, "t": 50 if title_of(fig) else 20, "b": 10},
+            "margin": {"l": 10, "r": 10, "t": 50 if fig.title else 20, "b": 10},
             "legend": {"font": {"size": size}},
         }
         | ({} if height is None else {"height": height})
@@ -116,11 +107,11 @@ def lines(text: object) -> int:
     return str(text or "").count("<br>") + 1 if text else 0
 
 
-def top_room(fig: F, presenter: bool = False, below: int = 0) -> F:
+def top_room(fig: Spec, presenter: bool = False, below: int = 0) -> Spec:
     """Pin the title to the top and make the top margin hold all its lines, and `below`
     more lines of figure text under it (panel titles, a note); call after `apply`."""
     size = font_size(presenter)
-    title = title_of(fig)
+    title = fig.title
     n, title_px = lines(title), size * 1.15
     top = round(1.3 * (n * title_px + below * size)) + 20
     fig.update_layout(margin={"t": top})

@@ -32,7 +32,6 @@ def test_a_grid_with_titles_traces_axes_and_notes(presenter: bool) -> None:
     fig.add_annotation(text="caption", xref="paper", yref="paper", x=0.5, y=0, showarrow=False)
     fig.add_vline(x=0.5, row=1, col=2, line={"dash": "dash"})
     fig.add_hline(y=1, line={"color": "black"})
-    style.top_room(style.apply(fig, presenter, height=300), presenter, below=1)
 
     spec = Spec.grid(1, 2, titles, **kw)
     spec.add_trace(
@@ -46,9 +45,18 @@ def test_a_grid_with_titles_traces_axes_and_notes(presenter: bool) -> None:
     spec.add_annotation(text="caption", xref="paper", yref="paper", x=0.5, y=0, showarrow=False)
     spec.add_vline(x=0.5, row=1, col=2, line={"dash": "dash"})
     spec.add_hline(y=1, line={"color": "black"})
-    style.top_room(style.apply(spec, presenter, height=300), presenter, below=1)
     assert spec.title == "The title"
     same(spec, fig)
+
+    # the house style, on top: large fonts, the title pinned, room above for it and a line
+    size = style.font_size(presenter)
+    styled = style.top_room(style.apply(spec, presenter, height=300), presenter, below=1)
+    layout = styled.figure().layout
+    assert layout.font.size == size and layout.legend.font.size == size
+    assert layout.title.font.size == round(size * 1.15) and layout.height == 300
+    assert (layout.title.y, layout.title.yref, layout.title.yanchor) == (1, "container", "top")
+    assert layout.margin.t == round(1.3 * (size * 1.15 + size)) + 20
+    assert_valid(styled.figure())
 
 
 def test_a_plain_figure_and_a_3d_grid() -> None:

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.graph_objects as go
 
 from normviz import style
 from normviz.core import Contract, NormConfigError
@@ -161,7 +160,7 @@ def hover(layout: str, extra: str = "") -> str:
     return f"{idx}{extra}<extra></extra>"
 
 
-def add_note(fig: go.Figure | Spec, win: Window) -> None:
+def add_note(fig: Spec, win: Window) -> None:
     if win.capped:
         fig.add_annotation(
             text=win.note().replace(": ", ":<br>", 1),
