@@ -13,7 +13,7 @@ from torch import nn
 
 import normviz
 from normviz import io
-from normviz.choose import engine, findings, saved, tables, zoo
+from normviz.choose import engine, findings, model_audit, saved, tables, zoo
 
 PRE, POST, BRANCH, FINAL = findings.PRE, findings.POST, findings.BRANCH, findings.FINAL
 BN_BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
@@ -217,6 +217,68 @@ def test_placement_with_other_add_spellings() -> None:
     r = engine.audit(_InPlace(), torch.randn(2, 3, 8))
     assert r.placements == {"n1": PRE, "n2": PRE, "out": FINAL}
     assert r.residual_adds == 2
+
+
+class _Block(nn.Module):
+    """A conv block that adds its skip only when the shape allows, as MBConv does."""
+
+    def __init__(self, cin: int, cout: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+        self.skip = cin == cout
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.bn(self.conv(x))
+        return x + h if self.skip else h
+
+
+class _Stages(nn.Module):
+    """Stem norm, blocks with and without a skip, a head norm after the last block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, 4, 1, bias=False)
+        self.stem_bn = nn.BatchNorm2d(4)
+        self.blocks = nn.Sequential(_Block(4, 4), _Block(4, 8), _Block(8, 8), _Block(8, 6))
+        self.head = nn.Conv2d(6, 6, 1, bias=False)
+        self.head_bn = nn.BatchNorm2d(6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head_bn(self.head(self.blocks(self.stem_bn(self.stem(x)))))
+
+
+def test_a_norm_in_a_block_without_a_skip_is_neither_pre_nor_post() -> None:
+    r = engine.audit(_Stages(), torch.randn(2, 3, 5, 5))
+    assert r.residual_adds == 2
+    assert r.placements == {
+        "stem_bn": findings.BETWEEN,  # residual blocks follow it
+        "blocks.0.bn": BRANCH,
+        "blocks.1.bn": findings.SKIPLESS,  # 4 → 8 channels: this block adds no skip
+        "blocks.2.bn": BRANCH,
+        "blocks.3.bn": findings.SKIPLESS,  # after the last add, yet not a final norm
+        "head_bn": FINAL,
+    }
+
+
+def test_efficientnet_placements_follow_its_blocks() -> None:
+    """Each MBConv's BatchNorms sit in its branch when it adds a skip, else in a block
+    without one; only the head's norm comes after the last block."""
+    from normviz.pretrained import efficientnet as ef
+
+    r = zoo.audit_zoo_model("efficientnet_lite0")
+    net = ef.model()
+    want = {"_bn0": findings.BETWEEN, "_bn1": FINAL}
+    for i, block in enumerate(net._blocks):
+        for name, m in block.named_children():
+            if isinstance(m, nn.BatchNorm2d):
+                want[f"_blocks.{i}.{name}"] = BRANCH if block.skip else findings.SKIPLESS
+    assert r.placements == want
+    assert sum(p == findings.SKIPLESS for p in want.values()) == 20  # 7 blocks without a skip
+    assert list(r.placements.values()).count(FINAL) == 1
+    notes = model_audit.inspect_notes(model_audit.Inspection("efficientnet_lite0", r))[0]
+    assert "final norm" in findings.PLACEMENT_HELP[FINAL] and notes.count("final norm") == 1
+    assert "neither pre- nor post-norm" in notes
 
 
 def test_untraceable_models_say_unknown() -> None:

@@ -17,11 +17,13 @@ import torch.fx as fx
 from torch import nn
 
 from normviz.choose.findings import (
+    BETWEEN,
     BRANCH,
     FINAL,
     NONE,
     POST,
     PRE,
+    SKIPLESS,
     WEIGHT_LAYERS,
     AuditError,
     AuditReport,
@@ -135,13 +137,59 @@ def _is_pre(
     )
 
 
+def _in_branch(
+    node: fx.Node, skip: fx.Node, branch: fx.Node, memo: dict[fx.Node, frozenset[fx.Node]]
+) -> bool:
+    """True when `node` is computed in the branch F of x + F(x), not on the skip path."""
+    return (
+        (node is branch or node in _ancestors(branch, memo))
+        and node is not skip
+        and node not in _ancestors(skip, memo)
+    )
+
+
+def skipless_blocks(
+    graph: fx.Graph,
+    adds: list[tuple[fx.Node, fx.Node, fx.Node]],
+    memo: dict[fx.Node, frozenset[fx.Node]],
+    modules: dict[str, nn.Module],
+) -> frozenset[str]:
+    """Module paths of the blocks without a skip, read off the module tree.
+
+    A block is a module of a class whose forward does a residual add somewhere in the
+    model (the innermost module on the add's nn_module_stack): EfficientNet's MBConv.
+    It has a skip when it holds a residual add or a module called inside a branch F;
+    the others of its class are blocks without a skip (MBConv when the shape changes).
+    """
+    with_skip: set[str] = set()
+    block_types: set[type[nn.Module]] = set()
+    for add, _, _ in adds:
+        stack = [path for path, _ in add.meta.get("nn_module_stack", {}).values()]
+        with_skip |= set(stack)
+        if stack and stack[-1] in modules:
+            block_types.add(type(modules[stack[-1]]))
+    for node in graph.nodes:
+        if node.op == "call_module" and any(_in_branch(node, s, b, memo) for _, s, b in adds):
+            parts = str(node.target).split(".")
+            with_skip |= {".".join(parts[:i]) for i in range(1, len(parts))}
+    return frozenset(
+        path
+        for path, m in modules.items()
+        if path and path not in with_skip and type(m) in block_types
+    )
+
+
 def _placement(
     norm: fx.Node,
     adds: list[tuple[fx.Node, fx.Node, fx.Node]],
     memo: dict[fx.Node, frozenset[fx.Node]],
     norms: list[fx.Node],
+    skipless: frozenset[str],
 ) -> str:
-    """Where a norm node sits relative to the residual adds (see PLACEMENT_HELP)."""
+    """Where a norm node sits relative to the residual adds (see PLACEMENT_HELP).
+
+    `skipless`: the module paths of `skipless_blocks()`.
+    """
     inp = norm.args[0] if norm.args else None
     if _is_pre(norm, adds, memo):
         return PRE  # (checked first: in pre-norm the input is often the previous add)
@@ -152,16 +200,17 @@ def _placement(
         if any(_is_pre(n, adds, memo, within=fed_by_add) for n in norms):
             return FINAL
         return POST
-    if any(
-        (norm is branch or norm in _ancestors(branch, memo))
-        and norm is not skip
-        and norm not in _ancestors(skip, memo)
-        for _, skip, branch in adds
-    ):
+    if any(_in_branch(norm, skip, branch, memo) for _, skip, branch in adds):
         return BRANCH
-    if any(add in _ancestors(norm, memo) for add, _, _ in adds):
-        return FINAL
-    return NONE
+    if not adds:
+        return NONE
+    if str(norm.target).rpartition(".")[0] in skipless:
+        return SKIPLESS  # e.g. EfficientNet's blocks whose shapes change: no skip
+    before = any(add in _ancestors(norm, memo) for add, _, _ in adds)
+    after = any(norm in _ancestors(add, memo) for add, _, _ in adds)
+    if after:
+        return BETWEEN
+    return FINAL if before else NONE
 
 
 def _describe_axes(
@@ -237,6 +286,7 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
         norm_nodes = {
             str(n.target): n for n in graph.nodes if n.op == "call_module" and n.target in norms
         }
+    skipless = skipless_blocks(graph, adds, memo, modules) if graph is not None else frozenset()
     state_keys = set(model.state_dict().keys())
     findings = []
     for n, m in norms.items():
@@ -244,7 +294,7 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
         assert method is not None
         node = norm_nodes.get(n)
         placement = (
-            _placement(node, adds, memo, list(norm_nodes.values()))
+            _placement(node, adds, memo, list(norm_nodes.values()), skipless)
             if node is not None
             else "unknown"
         )

@@ -36,19 +36,26 @@ NORM_TYPES: tuple[tuple[type[nn.Module], str], ...] = (
 )
 WEIGHT_LAYERS: tuple[type[nn.Module], ...] = (nn.Linear, nn.modules.conv._ConvNd)
 
-PRE, POST, BRANCH, FINAL, NONE = (
+PRE, POST, BRANCH, FINAL, SKIPLESS, BETWEEN, NONE = (
     "pre-norm",
     "post-norm",
     "inside the residual branch",
     "after the residual blocks, outside any branch",
+    "in a block without a skip",
+    "before or between the residual blocks",
     "no residual connection",
 )
 PLACEMENT_HELP: dict[str, str] = {
     PRE: "normalizes the input of a residual branch; the skip path bypasses it",
     POST: "normalizes the sum x + F(x); every path goes through it",
     BRANCH: "sits inside F, after a convolution or linear layer; the skip path bypasses it",
-    FINAL: "normalizes the stream after pre-norm residual blocks (a final norm), or later",
-    NONE: "the model has no residual add around it",
+    FINAL: "no residual add follows it: a final norm after the last block (GPT-2's ln_f) "
+    "or a head's norm",
+    SKIPLESS: "the block holding it adds no skip, so it is neither pre- nor post-norm of a "
+    "residual: the whole stream passes through it",
+    BETWEEN: "on the stream outside every block (a stem, a layer between stages); residual "
+    "blocks follow it",
+    NONE: "no residual add before or after it",
 }
 
 
