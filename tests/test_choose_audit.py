@@ -106,7 +106,11 @@ def test_residual_adds_and_checklist(reports: dict[str, findings.AuditReport]) -
     assert rms["γ and β present"] == "γ only (no β): attn_norm, mlp_norm"
     assert rms["Running statistics saved in the checkpoint"] == "no running statistics"
     assert dict(reports["post_ln"].checklist())["Before or after the residual add"] == POST
-    assert len(tables.checklist_frame(reports["unet"])) == 8
+    assert len(tables.checklist_frame(reports["unet"])) == 9
+    for key, r in reports.items():  # the zoo's rows agree with each module's class
+        stats = dict(r.checklist())["Statistics under data-parallel training"]
+        batch = any(f.method == "batch" for f in r.findings)
+        assert stats.startswith(findings.LOCAL if batch else findings.PER_EXAMPLE), key
     frame = tables.findings_frame(reports["resnet"])
     assert frame.loc["bn1", "needless bias"] == "YES"
     assert frame.loc["bn1", "fed by"] == "conv1 (bias)"
@@ -292,6 +296,87 @@ def test_no_residual_and_a_linear_bias_before_batchnorm() -> None:
     f = r.finding("bn")
     assert f.placement == findings.NONE and f.needless_bias and f.fed_by == "fc"
     assert f.axes == "every dim but dim 1 (per channel)"  # (N, C) fits no named layout
+
+
+class _One(nn.Module):
+    """One norm module, called on the input."""
+
+    def __init__(self, norm: nn.Module) -> None:
+        super().__init__()
+        self.norm = norm
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(x)
+
+
+def _torch_modes(m: nn.Module, shape: tuple[int, ...]) -> tuple[float, float]:
+    """(max |train − eval|, how far sample 0 moves in training when sample 1 changes),
+    by torch on a fresh module and the audit's documented test input."""
+    g = torch.Generator().manual_seed(findings.TEST_SEED)
+    x = torch.randn((2, *shape[1:]), generator=g) * findings.TEST_STD + findings.TEST_MEAN
+    y = x.clone()
+    y[1] = -x[1] * 5
+    with torch.no_grad():
+        ev = m.eval()(x)
+        tr, tr_y = m.train()(x), m(y)
+    return float((tr - ev).abs().max()), float((tr[0] - tr_y[0]).abs().max())
+
+
+MODE_CASES = {
+    # module -> (uses the batch in training, differs train vs eval, distributed statistics)
+    "InstanceNorm2d(track_running_stats=True)": (
+        lambda: nn.InstanceNorm2d(4, track_running_stats=True),
+        (False, True, findings.PER_EXAMPLE),
+    ),
+    "InstanceNorm2d()": (lambda: nn.InstanceNorm2d(4), (False, False, findings.PER_EXAMPLE)),
+    "BatchNorm2d()": (lambda: nn.BatchNorm2d(4), (True, True, findings.LOCAL)),
+    "BatchNorm2d(track_running_stats=False)": (
+        lambda: nn.BatchNorm2d(4, track_running_stats=False),
+        (True, False, findings.LOCAL),  # batch statistics in both modes: no difference
+    ),
+    "SyncBatchNorm()": (lambda: nn.SyncBatchNorm(4), (True, True, findings.SYNCED)),
+    "GroupNorm(2, 4)": (lambda: nn.GroupNorm(2, 4), (False, False, findings.PER_EXAMPLE)),
+}
+
+
+@pytest.mark.parametrize("case", list(MODE_CASES))
+def test_batch_and_train_eval_are_read_off_the_module(case: str) -> None:
+    make, (batch, differs, stats) = MODE_CASES[case]
+    shape = (3, 4, 5, 5)
+    gap, moved = _torch_modes(make(), shape)
+    assert (moved > 1e-3, gap > 1e-3) == (batch, differs)  # torch says so
+    r = engine.audit(_One(make()), torch.randn(shape))
+    f = r.finding("norm")
+    assert f.modes.measured and f.modes.batch_dependent == batch
+    assert f.modes.train_eval_gap == pytest.approx(gap, abs=1e-5)
+    assert f.statistics == stats
+    row = dict(r.checklist())["Depends on the batch / differs train vs eval"]
+    assert row.startswith("yes" if batch or differs else "no (measured)"), row
+    assert ("in training" in row) == batch and ("differently in evaluation" in row) == differs
+    if differs:
+        assert f"up to {gap:.3g} apart" in row
+    assert dict(r.checklist())["Statistics under data-parallel training"].startswith(stats)
+
+
+def test_an_unrunnable_module_is_read_off_its_attributes() -> None:
+    bn = nn.BatchNorm1d(4)
+    m = findings.measure_modes(bn, None)
+    assert not m.measured and m.batch_dependent and m.train_eval_gap != 0.0  # NaN: unknown
+    ln = findings.measure_modes(nn.LayerNorm(4), (7, 3))  # (2, 3): LayerNorm(4) cannot run
+    assert ln == findings.Modes(False, 0.0, False)
+
+
+def test_distributed_statistics_local_then_synced() -> None:
+    """BatchNorm's statistics are local until convert_sync_batchnorm makes them synced."""
+    model = zoo.ResNetBlock()
+    before = engine.audit(model, torch.randn(2, 16, 8, 8))
+    assert {f.statistics for f in before.findings} == {findings.LOCAL}
+    synced = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    after = engine.audit(synced, torch.randn(2, 16, 8, 8))
+    assert {f.module_type for f in after.findings} == {"SyncBatchNorm"}
+    assert {f.statistics for f in after.findings} == {findings.SYNCED}
+    row = dict(after.checklist())["Statistics under data-parallel training"]
+    assert row.startswith("synced (2: SyncBatchNorm)")
 
 
 def test_buffers_missing_from_the_state_dict_are_reported() -> None:

@@ -29,8 +29,10 @@ from normviz.choose.findings import (
     AuditReport,
     NormFinding,
     bias_is_needless,
+    measure_modes,
     method_of,
     param_groups,
+    statistics_of,
 )
 from normviz.core import NormConfigError, contract
 from normviz.layouts import LAYOUTS
@@ -312,6 +314,7 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
             if getattr(m, b, None) is not None
         )
         axes, keeps = _describe_axes(method, shapes.get(n), m)
+        modes = measure_modes(m, shapes.get(n))
         findings.append(
             NormFinding(
                 name=n,
@@ -324,6 +327,8 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
                 has_gamma=getattr(m, "weight", None) is not None,
                 has_beta=getattr(m, "bias", None) is not None,
                 running_buffers=running,
+                modes=modes,
+                statistics=statistics_of(m, modes),
                 buffers_in_state_dict=all(f"{n}.{b}" in state_keys for b in running),
                 fed_by=fed_by,
                 fed_by_bias=fed_bias,

@@ -11,8 +11,10 @@ method registry; `engine.audit()` fills them in from a real model.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
+import torch
 from torch import nn
 
 from normviz.errors import NormConfigError
@@ -82,6 +84,63 @@ def bias_is_needless(method: str) -> bool:
     )
 
 
+@dataclass(frozen=True)
+class Modes:
+    """How one normalization module behaves, measured by running a copy of it."""
+
+    batch_dependent: bool  # in training, one sample's output moves when another's does
+    train_eval_gap: float  # max |train − eval| of its output on the test input
+    measured: bool  # False: it could not run on the test input; read off its attributes
+
+
+TEST_SEED, TEST_MEAN, TEST_STD = 0, 1.0, 3.0  # the test input: batch 2, mean 1, std 3
+GAP_TOL = 1e-5  # larger than float32 round-off on a normalized output
+
+
+def measure_modes(module: nn.Module, shape: tuple[int, ...] | None) -> Modes:
+    """Run a copy of `module` in eval and training mode on a test input of `shape` with
+    a batch of 2, then again with the second sample changed. The module is untouched.
+
+    A module that cannot run so (no recorded shape, an unbatched input) is read off its
+    attributes: BatchNorm uses the batch in training; running statistics, when kept,
+    are what evaluation uses instead.
+    """
+    if shape:
+        g = torch.Generator().manual_seed(TEST_SEED)
+        x = torch.randn((2, *shape[1:]), generator=g) * TEST_STD + TEST_MEAN
+        other = x.clone()
+        other[1] = torch.randn(shape[1:], generator=g) * 2 * TEST_STD - TEST_MEAN
+        m = copy.deepcopy(module)
+        try:
+            with torch.no_grad():
+                ev = m.eval()(x)
+                tr, tr_other = m.train()(x), m(other)
+            gap = float((tr - ev).abs().max())
+            moved = float((tr[0] - tr_other[0]).abs().max())
+            return Modes(moved > GAP_TOL, gap if gap > GAP_TOL else 0.0, True)
+        except Exception:  # a user module that needs other inputs: fall back below
+            pass
+    batch = isinstance(module, nn.modules.batchnorm._BatchNorm)
+    running = getattr(module, "running_mean", None) is not None
+    return Modes(batch, float("nan") if running else 0.0, False)
+
+
+LOCAL, SYNCED, PER_EXAMPLE = "local", "synced", "example-wise"
+STATISTICS_HELP: dict[str, str] = {
+    LOCAL: "each device normalizes with its own part of the batch "
+    "(nn.SyncBatchNorm.convert_sync_batchnorm would sync it)",
+    SYNCED: "statistics all-reduced over the devices' batches",
+    PER_EXAMPLE: "each example's own statistics, nothing to synchronize",
+}
+
+
+def statistics_of(module: nn.Module, modes: Modes) -> str:
+    """Where a module's statistics come from under data-parallel training."""
+    if isinstance(module, nn.SyncBatchNorm):
+        return SYNCED
+    return LOCAL if modes.batch_dependent else PER_EXAMPLE
+
+
 # ---- the findings --------------------------------------------------------------------
 
 
@@ -99,6 +158,8 @@ class NormFinding:
     has_gamma: bool
     has_beta: bool
     running_buffers: tuple[str, ...]  # running-statistics buffers the module holds
+    modes: Modes  # batch dependence and train/eval difference, measured on the module
+    statistics: str  # LOCAL, SYNCED or PER_EXAMPLE under data-parallel training
     buffers_in_state_dict: bool  # all of them are saved with the model
     fed_by: str | None  # the conv/linear module whose output it normalizes
     fed_by_bias: bool  # that layer has a bias
@@ -143,6 +204,36 @@ class AuditReport:
     def needless_biases(self) -> tuple[str, ...]:
         return tuple(f.fed_by for f in self.findings if f.needless_bias and f.fed_by)
 
+    def _modes_answer(self) -> str:
+        """The batch / train-vs-eval answer, from each module's measured modes."""
+        fs = self.findings
+        batch = sorted({f.module_type for f in fs if f.modes.batch_dependent})
+        gaps = [f for f in fs if f.modes.train_eval_gap != 0.0]  # NaN: not measured
+        parts = []
+        if batch:
+            verb = "uses" if len(batch) == 1 else "use"
+            parts.append(f"{', '.join(batch)} {verb} the batch's statistics in training")
+        if gaps:
+            kinds = sorted({f.module_type for f in gaps})
+            sizes = [f.modes.train_eval_gap for f in gaps if f.modes.measured]
+            by = f" (outputs up to {max(sizes):.3g} apart on a test input)" if sizes else ""
+            verb = "computes" if len(kinds) == 1 else "compute"
+            parts.append(f"{', '.join(kinds)} {verb} differently in evaluation{by}")
+        if parts:
+            return "yes: " + "; ".join(parts)
+        how = "measured" if all(f.modes.measured for f in fs) else "read off the modules"
+        return f"no ({how}): each sample alone sets its output, the same in both modes"
+
+    def _statistics_answer(self) -> str:
+        """Local, synced or example-wise statistics, counted by module type."""
+        out = []
+        for kind in (LOCAL, SYNCED, PER_EXAMPLE):
+            types = sorted({f.module_type for f in self.findings if f.statistics == kind})
+            if types:
+                n = sum(f.statistics == kind for f in self.findings)
+                out.append(f"{kind} ({n}: {', '.join(types)}): {STATISTICS_HELP[kind]}")
+        return "; ".join(out)
+
     def checklist(self) -> tuple[tuple[str, str], ...]:
         """(check, answer) pairs in the order of the source texts' checklist."""
         fs = self.findings
@@ -151,7 +242,6 @@ class AuditReport:
         running = [f for f in fs if f.running_buffers]
         no_affine = [f.name for f in fs if not f.has_gamma]
         no_beta = [f.name for f in fs if f.has_gamma and not f.has_beta]
-        batch_dep = sorted({f.module_type for f in fs if METHODS[f.method].batch_dependent})
         return (
             ("Normalization layers", f"{len(fs)}: {', '.join(kinds)}"),
             ("Normalized axes", "; ".join(sorted({f"{f.module_type}: {f.axes}" for f in fs}))),
@@ -159,10 +249,8 @@ class AuditReport:
                 "Before or after the residual add",
                 ", ".join(places) if self.traced else "unknown (torch.fx could not trace it)",
             ),
-            (
-                "Depends on the batch / differs train vs eval",
-                f"yes: {', '.join(batch_dep)}" if batch_dep else "no: statistics per sample",
-            ),
+            ("Depends on the batch / differs train vs eval", self._modes_answer()),
+            ("Statistics under data-parallel training", self._statistics_answer()),
             (
                 "γ and β present",
                 "all"
