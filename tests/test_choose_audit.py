@@ -430,7 +430,12 @@ def test_sample_safetensors_through_the_safe_loader() -> None:
     bn1 = names["bn1"]
     assert bn1.method == "batch" and bn1.buffers == BN_BUFFERS
     assert bn1.params == ("weight (16,)", "bias (16,)")
-    assert bn1.notes == ("updated in 3 training step(s)",)
+    assert bn1.notes == (
+        "updated in 3 training step(s)",
+        "needless bias: conv1.bias, which its mean subtraction removes "
+        "(a guess from names and shapes)",
+    )
+    assert report.needless_biases == ("conv1.bias",) and names["bn2"].fed_by is None
     assert set(report.decay) == {"conv1.weight", "conv2.weight"}
     assert "conv1.bias" in report.no_decay and "bn1.weight" in report.no_decay
     # the warm-up really moved the running statistics (data with mean 1, std 2)

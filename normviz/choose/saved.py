@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from normviz.choose.findings import AuditError
+from normviz.choose.findings import AuditError, bias_is_needless
 from normviz.methods import METHODS
 
 _NAME_HINTS: tuple[tuple[str, str], ...] = (
@@ -37,6 +37,7 @@ class SavedNorm:
     params: tuple[str, ...]  # "weight (64,)", "bias (64,)"
     buffers: tuple[str, ...]  # running statistics present
     notes: tuple[str, ...]
+    fed_by: str | None = None  # the layer whose bias this norm likely cancels (a guess)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ class StateDictReport:
     norms: tuple[SavedNorm, ...]
     decay: tuple[str, ...]  # ≥ 2-D weights (by name: ...weight)
     no_decay: tuple[str, ...]  # 1-D weights and biases (γ, β, biases)
+
+    @property
+    def needless_biases(self) -> tuple[str, ...]:
+        """Biases a per-channel norm after them likely cancels, e.g. "stem.0.bias"."""
+        return tuple(f"{n.fed_by}.bias" for n in self.norms if n.fed_by is not None)
 
 
 def _natural(name: str) -> tuple[tuple[int, int | str], ...]:
@@ -63,8 +69,60 @@ def _guess(prefix: str) -> str | None:
     return None
 
 
-def audit_state_dict(tensors: Mapping[str, torch.Tensor]) -> StateDictReport:
+_WEIGHT_NAMES = ("conv", "fc", "linear", "proj")  # what a layer before "bn1" is called
+_NORM_WORD = re.compile(r"^(.*?)(batchnorm|batch_norm|bn|norm|instancenorm|in)(_?\d*)$", re.I)
+
+
+def _feeder_names(prefix: str) -> tuple[str, ...]:
+    """Names the layer just before a norm usually has: "stem.0" before "stem.1",
+    "conv1" before "bn1" (nn.Sequential indices, the conv/bn naming habit)."""
+    parent, dot, leaf = prefix.rpartition(".")
+    if leaf.isdigit():
+        return (f"{parent}{dot}{int(leaf) - 1}",) if int(leaf) > 0 else ()
+    m = _NORM_WORD.match(leaf)
+    if m is None:
+        return ()
+    return tuple(f"{parent}{dot}{m.group(1)}{w}{m.group(3)}" for w in _WEIGHT_NAMES)
+
+
+def _needless_feeder(
+    prefix: str,
+    method: str | None,
+    prefixes: dict[str, dict[str, torch.Tensor]],
+    order: list[str] | None,
+) -> str | None:
+    """The conv/linear layer whose bias a per-channel norm at `prefix` likely cancels.
+
+    Its output channels and bias size must equal the norm's channels. Which layer
+    feeds the norm: with `order` (a torch.save'd state_dict keeps the modules'
+    registration order) the layer saved just before it, else the usual names.
+    """
+    if method is None or not bias_is_needless(method):
+        return None
+    leaves = prefixes[prefix]
+    stat = next((leaves[k] for k in ("weight", "running_mean") if k in leaves), None)
+    if stat is None or stat.ndim != 1:
+        return None
+    c = stat.shape[0]
+    if order is not None:
+        i = order.index(prefix)
+        names: tuple[str, ...] = (order[i - 1],) if i > 0 else ()
+    else:
+        names = _feeder_names(prefix)
+    for name in names:
+        w, b = prefixes.get(name, {}).get("weight"), prefixes.get(name, {}).get("bias")
+        if w is None or b is None or w.ndim < 2 or b.ndim != 1:
+            continue
+        if w.shape[0] == c == b.shape[0]:  # its output channels are the norm's
+            return name
+    return None
+
+
+def audit_state_dict(tensors: Mapping[str, torch.Tensor], ordered: bool = False) -> StateDictReport:
     """Find normalization parameters and buffers in saved tensors, by shape and name.
+
+    `ordered`: the mapping keeps the model's module order (torch.save of a
+    state_dict does; a safetensors file sorts its tensors its own way).
 
     A normalization layer shows up as a 1-D `weight` (γ) with an optional 1-D `bias`
     (β) of the same size, and BatchNorm-style layers add running_mean, running_var
@@ -126,7 +184,16 @@ def audit_state_dict(tensors: Mapping[str, torch.Tensor]) -> StateDictReport:
         params = tuple(
             f"{leaf} {tuple(leaves[leaf].shape)}" for leaf in ("weight", "bias") if leaf in leaves
         )
-        norms.append(SavedNorm(prefix, kind, method, params, tuple(has_buffers), tuple(notes)))
+        fed_by = _needless_feeder(prefix, method, prefixes, list(prefixes) if ordered else None)
+        if fed_by is not None:
+            how = "file order" if ordered else "names"
+            notes.append(
+                f"needless bias: {fed_by}.bias, which its mean subtraction removes "
+                f"(a guess from {how} and shapes)"
+            )
+        norms.append(
+            SavedNorm(prefix, kind, method, params, tuple(has_buffers), tuple(notes), fed_by)
+        )
     # parameters by name (weight, in_proj_weight, bias, ...); optimizer state and
     # buffers of a full checkpoint are neither
     decay = tuple(

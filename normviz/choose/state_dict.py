@@ -88,7 +88,9 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> SavedAu
     name = upload.name
     progress(0.0, "reading the file")
     try:
-        report = audit_state_dict(upload.tensors())
+        # torch.save keeps a state_dict's module order; safetensors does not
+        ordered = not name.lower().endswith(".safetensors")
+        report = audit_state_dict(upload.tensors(), ordered=ordered)
     except (io.TensorLoadError, AuditError) as e:
         raise AuditError(f"{name[:60]} was refused: {e}") from e
     return SavedAudit(name, report)
@@ -116,6 +118,14 @@ def notes(res: SavedAudit) -> Sequence[str]:
     ]
     if not r.norms:
         out.append("No normalization parameters or buffers found.")
+    pairs = [(f"{n.fed_by}.bias", n.prefix) for n in r.norms if n.fed_by is not None]
+    if pairs:
+        named = ", ".join(f"{_literal(b)} → {_literal(p)}" for b, p in pairs)
+        out.append(
+            f"Likely needless bias ({len(pairs)}): {named}. A per-channel norm subtracts "
+            "each channel's mean, which removes a constant bias; guessed from the saved "
+            "order (or the names) and the shapes, as the model's code is not in the file."
+        )
     return out
 
 
