@@ -27,8 +27,11 @@ from normviz.choose.findings import (
     WEIGHT_LAYERS,
     AuditError,
     AuditReport,
+    DecayCheck,
     NormFinding,
+    ParamGroups,
     bias_is_needless,
+    decay_check,
     measure_modes,
     method_of,
     param_groups,
@@ -335,4 +338,19 @@ def audit(model: nn.Module, example: torch.Tensor, name: str = "model") -> Audit
                 needless_bias=needless,
             )
         )
-    return AuditReport(name, tuple(findings), len(adds), traced, param_groups(model))
+    groups = param_groups(model)
+    return AuditReport(
+        name, tuple(findings), len(adds), traced, groups, optimizer_checks(model, groups)
+    )
+
+
+NAIVE = "AdamW(model.parameters(), weight_decay=0.01)"
+GROUPED = "AdamW with the two-group recipe"
+
+
+def optimizer_checks(model: nn.Module, groups: ParamGroups) -> tuple[DecayCheck, ...]:
+    """Build AdamW on the model twice, naively and with the recipe's two groups, and read
+    what each gives the norm γ/β (building an optimizer allocates no state)."""
+    naive = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)
+    grouped = torch.optim.AdamW(groups.groups(model, 0.01), lr=3e-4)
+    return decay_check(model, naive, NAIVE), decay_check(model, grouped, GROUPED)

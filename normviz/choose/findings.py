@@ -184,6 +184,35 @@ class ParamGroups:
 
 
 @dataclass(frozen=True)
+class DecayCheck:
+    """What a real optimizer's param_groups give the normalization parameters."""
+
+    recipe: str  # how the optimizer was built, e.g. "AdamW(model.parameters(), ...)"
+    decayed: tuple[str, ...]  # norm γ/β in a param group with weight_decay > 0
+    exempt: tuple[str, ...]  # norm γ/β in a group with weight_decay == 0
+    decays: tuple[float, ...]  # the distinct weight_decay values the decayed ones get
+
+
+def decay_check(model: nn.Module, optimizer: torch.optim.Optimizer, recipe: str) -> DecayCheck:
+    """Read each norm γ/β's weight decay off `optimizer.param_groups` (by identity)."""
+    norms = {n for n, m in model.named_modules() if method_of(m) is not None}
+    names = {id(p): n for n, p in model.named_parameters()}
+    decay = {
+        names[id(p)]: float(g.get("weight_decay", 0.0))
+        for g in optimizer.param_groups
+        for p in g["params"]
+        if id(p) in names
+    }
+    ours = [n for n in names.values() if n.rpartition(".")[0] in norms and n in decay]
+    return DecayCheck(
+        recipe,
+        tuple(n for n in ours if decay[n] > 0),
+        tuple(n for n in ours if decay[n] == 0),
+        tuple(sorted({decay[n] for n in ours if decay[n] > 0})),
+    )
+
+
+@dataclass(frozen=True)
 class AuditReport:
     """The checklist for one model."""
 
@@ -192,6 +221,7 @@ class AuditReport:
     residual_adds: int  # residual additions found in the traced graph
     traced: bool  # False: torch.fx could not trace it, placements are unknown
     param_groups: ParamGroups
+    optimizers: tuple[DecayCheck, ...] = ()  # real AdamW optimizers built on the model
 
     def finding(self, name: str) -> NormFinding:
         return next(f for f in self.findings if f.name == name)
@@ -280,12 +310,22 @@ class AuditReport:
                     else "NO: some are not in the state_dict"
                 ),
             ),
-            (
-                "Normalization parameters excluded from weight decay",
-                f"with the recipe below: {len(self.param_groups.norm_params)} norm parameters "
-                "and every bias get weight_decay=0",
-            ),
+            ("Normalization parameters excluded from weight decay", self._decay_answer()),
         )
+
+    def _decay_answer(self) -> str:
+        """Each real optimizer's verdict, read off its param_groups."""
+        out = []
+        for c in self.optimizers:
+            n, k = len(c.decayed) + len(c.exempt), len(c.decayed)
+            wd = ", ".join(f"{d:g}" for d in c.decays)
+            if k == 0:
+                out.append(f"{c.recipe}: no norm γ/β decayed (0 of {n})")
+            elif k == n:
+                out.append(f"{c.recipe}: every norm γ/β decayed ({n} of {n}, weight_decay {wd})")
+            else:
+                out.append(f"{c.recipe}: {k} of {n} norm γ/β decayed (weight_decay {wd})")
+        return "; ".join(out) or "no optimizer checked"
 
 
 def param_groups(model: nn.Module) -> ParamGroups:

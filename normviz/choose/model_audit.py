@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from normviz.choose.findings import PLACEMENT_HELP, AuditReport
+from normviz.choose.engine import NAIVE
+from normviz.choose.findings import PLACEMENT_HELP, AuditReport, DecayCheck
 from normviz.choose.tables import checklist_frame, findings_frame, optimizer_code
 from normviz.choose.zoo import MODELS, ZOO, audit_zoo_model
 from normviz.knobs import Knob, Value
@@ -43,6 +44,45 @@ class Inspection:
 
     key: str  # ZOO key
     report: AuditReport
+
+
+DECAY_FOLD = "Check a real optimizer: which norm γ/β its param_groups decay"
+
+
+def decay_code(key: str, checks: Sequence[DecayCheck]) -> str:
+    """Python that builds this zoo model and a naive AdamW and lists the γ/β it decays."""
+    naive = next(c for c in checks if c.recipe == NAIVE)
+    n = len(naive.decayed) + len(naive.exempt)
+    return (
+        "import torch\n"
+        "from torch import nn\n\n"
+        "from normviz.choose.zoo import MODELS\n\n"
+        f"model = MODELS[{key!r}].build()\n"
+        "NORMS = (nn.modules.batchnorm._BatchNorm, nn.GroupNorm, nn.LayerNorm,\n"
+        "         nn.RMSNorm, nn.modules.instancenorm._InstanceNorm)\n\n\n"
+        "def decayed_norm_params(model, optimizer):\n"
+        '    """The γ/β of the norm layers that the optimizer\'s param_groups decay."""\n'
+        "    norms = {n for n, m in model.named_modules() if isinstance(m, NORMS)}\n"
+        "    names = {id(p): n for n, p in model.named_parameters()}\n"
+        "    return [\n"
+        "        names[id(p)]\n"
+        "        for g in optimizer.param_groups\n"
+        "        if g['weight_decay'] > 0\n"
+        "        for p in g['params']\n"
+        "        if names[id(p)].rpartition('.')[0] in norms\n"
+        "    ]\n\n\n"
+        "naive = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.01)\n"
+        f"print(decayed_norm_params(model, naive))  # {len(naive.decayed)} of {n} norm γ/β\n"
+    )
+
+
+def decay_text(checks: Sequence[DecayCheck]) -> str:
+    """Each optimizer's verdict, with the names it decays, from its param_groups."""
+    lines = []
+    for c in checks:
+        names = ", ".join(f"`{n}`" for n in c.decayed) or "none"
+        lines.append(f"{c.recipe}: decays {len(c.decayed)} norm γ/β ({names}).")
+    return "  \n".join(lines)
 
 
 def run_inspect(setup: object, knobs: Mapping[str, Value], progress: Progress) -> Inspection:
@@ -75,6 +115,8 @@ def inspect_extras(res: Inspection) -> Sequence[Extra]:
         Extra("markdown", lists, fold=OPTIMIZER_FOLD),
         Extra("code", optimizer_code(g), fold=OPTIMIZER_FOLD),
         Extra("caption", DECAY_WHY, fold=OPTIMIZER_FOLD),
+        Extra("markdown", decay_text(res.report.optimizers), fold=DECAY_FOLD),
+        Extra("code", decay_code(res.key, res.report.optimizers), fold=DECAY_FOLD),
     )
 
 
