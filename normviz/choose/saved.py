@@ -77,7 +77,7 @@ def _feeder_names(prefix: str) -> tuple[str, ...]:
     """Names the layer just before a norm usually has: "stem.0" before "stem.1",
     "conv1" before "bn1" (nn.Sequential indices, the conv/bn naming habit)."""
     parent, dot, leaf = prefix.rpartition(".")
-    if leaf.isdigit():
+    if leaf.isascii() and leaf.isdigit():  # (not "²", which int() refuses)
         return (f"{parent}{dot}{int(leaf) - 1}",) if int(leaf) > 0 else ()
     m = _NORM_WORD.match(leaf)
     if m is None:
