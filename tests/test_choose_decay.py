@@ -93,3 +93,11 @@ def test_the_shown_optimizer_code_runs_and_agrees(key: str) -> None:
     assert fn(model, grouped) == list(report.optimizers[1].decayed) == []  # type: ignore[operator]
     (text,) = [e.body for e in extras if e.kind == "markdown" and e.fold == model_audit.DECAY_FOLD]
     assert str(text).startswith(f"{engine.NAIVE}: decays {n} norm γ/β (")
+
+
+def test_a_model_without_parameters_has_nothing_to_exempt() -> None:
+    norm = torch.nn.InstanceNorm2d(3)  # affine=False: no γ/β, no parameters at all
+    report = engine.audit(torch.nn.Sequential(norm), torch.randn(2, 3, 4, 4))
+    assert report.optimizers == ()
+    row = dict(report.checklist())["Normalization parameters excluded from weight decay"]
+    assert row == "nothing to exempt: the norm layers have no γ/β"

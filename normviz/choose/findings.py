@@ -315,6 +315,8 @@ class AuditReport:
 
     def _decay_answer(self) -> str:
         """Each real optimizer's verdict, read off its param_groups."""
+        if not any(f.has_gamma or f.has_beta for f in self.findings):
+            return "nothing to exempt: the norm layers have no γ/β"
         out = []
         for c in self.optimizers:
             n, k = len(c.decayed) + len(c.exempt), len(c.decayed)

@@ -115,8 +115,13 @@ def inspect_extras(res: Inspection) -> Sequence[Extra]:
         Extra("markdown", lists, fold=OPTIMIZER_FOLD),
         Extra("code", optimizer_code(g), fold=OPTIMIZER_FOLD),
         Extra("caption", DECAY_WHY, fold=OPTIMIZER_FOLD),
-        Extra("markdown", decay_text(res.report.optimizers), fold=DECAY_FOLD),
-        Extra("code", decay_code(res.key, res.report.optimizers), fold=DECAY_FOLD),
+    ) + (
+        (
+            Extra("markdown", decay_text(res.report.optimizers), fold=DECAY_FOLD),
+            Extra("code", decay_code(res.key, res.report.optimizers), fold=DECAY_FOLD),
+        )
+        if res.report.optimizers
+        else ()
     )
 
 
