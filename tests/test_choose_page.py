@@ -106,8 +106,12 @@ def test_the_sample_file_is_audited() -> None:
     assert url_value(at, "use_sample") == "1"
     saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
     assert list(saved.index) == ["bn1", "bn2"]
-    assert saved.loc["bn1", "notes"] == "updated in 3 training step(s)"
+    assert saved.loc["bn1", "notes"] == (
+        "updated in 3 training step(s); needless bias: conv1.bias, which its mean "
+        "subtraction removes (a guess from names and shapes)"
+    )
     assert "2 module(s) with normalization parameters or buffers" in texts(at)
+    assert "Likely needless bias (1): `conv1.bias` → `bn1`." in texts(at)
 
 
 def _pt(obj: object) -> bytes:
