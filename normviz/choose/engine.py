@@ -1,8 +1,10 @@
 """The audit engine: run the checklist on a torch model.
 
 Layers are found by type, their placement by tracing the model's graph with
-torch.fx back from each residual add, their input shapes with forward hooks, and
-the saved buffers from the state_dict.
+torch.fx back from each residual add (and the module tree, for blocks without a
+skip), their input shapes with forward hooks, and the saved buffers from the
+state_dict. Each layer's batch and train/eval behaviour is measured on a copy of
+it (`findings.measure_modes`), and weight decay is read off real AdamW optimizers.
 """
 
 from __future__ import annotations

@@ -5,8 +5,10 @@ over which axes, whether each sits before or after its residual add, whether γ
 and β are there, whether a layer before BatchNorm carries a bias the mean
 subtraction removes anyway, whether running statistics exist and are saved, and
 whether normalization parameters are kept out of weight decay. This module holds
-the answers' shapes (`NormFinding`, `AuditReport`) and the rules that read the
-method registry; `engine.audit()` fills them in from a real model.
+the answers' shapes (`NormFinding`, `AuditReport`), the rules that read the method
+registry, and those that read a module itself (`measure_modes` runs a copy of it,
+`decay_check` reads an optimizer's param_groups); `engine.audit()` fills them in
+from a real model.
 """
 
 from __future__ import annotations

@@ -25,8 +25,10 @@ from normviz.sections import Extra, Progress, Section
 INSPECT_INTRO = (
     "The source texts end with a checklist. Here it runs on real torch models built in "
     "the app: the layers are found by type, their placement by tracing the model's graph "
-    "(torch.fx) back from each residual add, their input shapes with forward hooks, and "
-    "the saved buffers from the state_dict."
+    "(torch.fx) back from each residual add and the module tree (which blocks add a "
+    "skip), their input shapes with forward hooks, and the saved buffers from the "
+    "state_dict. A copy of each layer runs in training and evaluation mode on a test "
+    "input, and weight decay is read off real AdamW optimizers built on the model."
 )
 INSPECT_KNOBS = (Knob("model", next(iter(ZOO)), choices=tuple(MODELS), label="Model"),)
 OPTIMIZER_FOLD = "Optimizer recipe: no weight decay on γ, β and biases"
