@@ -342,7 +342,7 @@ MODE_CASES = {
 @pytest.mark.parametrize("case", list(MODE_CASES))
 def test_batch_and_train_eval_are_read_off_the_module(case: str) -> None:
     make, (batch, differs, stats) = MODE_CASES[case]
-    shape = (3, 4, 5, 5)
+    shape = (3, 4, 4, 4)  # the test input is (2, 4, 4, 4): see test_shape below
     gap, moved = _torch_modes(make(), shape)
     assert (moved > 1e-3, gap > 1e-3) == (batch, differs)  # torch says so
     r = engine.audit(_One(make()), torch.randn(shape))
@@ -356,6 +356,14 @@ def test_batch_and_train_eval_are_read_off_the_module(case: str) -> None:
     if differs:
         assert f"up to {gap:.3g} apart" in row
     assert dict(r.checklist())["Statistics under data-parallel training"].startswith(stats)
+
+
+def test_the_test_input_keeps_what_the_module_fixes() -> None:
+    assert findings.test_shape(nn.BatchNorm2d(4), (3, 4, 4, 4)) == (2, 4, 4, 4)
+    assert findings.test_shape(nn.BatchNorm2d(3), (1, 3, 224, 224)) == (2, 3, 4, 4)
+    assert findings.test_shape(nn.BatchNorm1d(4), (5, 4)) == (2, 4)
+    assert findings.test_shape(nn.LayerNorm(32), (2, 6, 32)) == (2, 4, 32)
+    assert findings.test_shape(nn.LayerNorm((6, 32)), (1, 6, 32)) == (2, 6, 32)
 
 
 def test_an_unrunnable_module_is_read_off_its_attributes() -> None:

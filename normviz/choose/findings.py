@@ -99,17 +99,29 @@ TEST_SEED, TEST_MEAN, TEST_STD = 0, 1.0, 3.0  # the test input: batch 2, mean 1,
 GAP_TOL = 1e-5  # larger than float32 round-off on a normalized output
 
 
+TEST_SIDE = 4  # spatial / sequence sizes are cut to this: the behaviour does not need more
+
+
+def test_shape(module: nn.Module, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The test input's shape: a batch of 2, the dims the module's parameters fix (channels
+    at dim 1; LayerNorm/RMSNorm's normalized_shape) kept, the others cut to TEST_SIDE."""
+    kept = len(getattr(module, "normalized_shape", ()) or ())
+    fixed = set(range(len(shape) - kept, len(shape))) if kept else {1}
+    return (2, *(d if i in fixed else min(d, TEST_SIDE) for i, d in enumerate(shape) if i))
+
+
 def measure_modes(module: nn.Module, shape: tuple[int, ...] | None) -> Modes:
-    """Run a copy of `module` in eval and training mode on a test input of `shape` with
-    a batch of 2, then again with the second sample changed. The module is untouched.
+    """Run a copy of `module` in eval and training mode on a test input of about `shape`
+    (`test_shape`), then again with the second sample changed. The module is untouched.
 
     A module that cannot run so (no recorded shape, an unbatched input) is read off its
     attributes: BatchNorm uses the batch in training; running statistics, when kept,
     are what evaluation uses instead.
     """
     if shape:
+        shape = test_shape(module, shape)
         g = torch.Generator().manual_seed(TEST_SEED)
-        x = torch.randn((2, *shape[1:]), generator=g) * TEST_STD + TEST_MEAN
+        x = torch.randn(shape, generator=g) * TEST_STD + TEST_MEAN
         other = x.clone()
         other[1] = torch.randn(shape[1:], generator=g) * 2 * TEST_STD - TEST_MEAN
         m = copy.deepcopy(module)
