@@ -7,6 +7,7 @@ import io as pyio
 import pytest
 import safetensors.torch
 import torch
+from hostile_payloads import MARKDOWN, assert_inert
 from torch import nn
 
 from normviz.choose import engine, saved, state_dict, zoo
@@ -101,3 +102,19 @@ def test_a_bias_before_groupnorm_or_with_other_channels_is_not_flagged() -> None
         "c.bn1.running_var": torch.ones(8),
     }
     assert saved.audit_state_dict(sd).needless_biases == ("c.conv1.bias",)
+
+
+@pytest.mark.parametrize("evil", MARKDOWN)
+def test_hostile_module_names_stay_inert_in_the_notes(evil: str) -> None:
+    """Names of a file's tensors come back in the notes as code spans, never live."""
+    sd = {
+        f"{evil}.0.weight": torch.ones(4, 3, 3, 3),
+        f"{evil}.0.bias": torch.zeros(4),
+        f"{evil}.1.weight": torch.ones(4),
+        f"{evil}.1.running_mean": torch.zeros(4),
+        f"{evil}.1.running_var": torch.ones(4),
+    }
+    res = _upload(f"{evil}.pt", _pt(sd))
+    assert res.report is not None and res.report.needless_biases == (f"{evil}.0.bias",)
+    for note in state_dict.STATE_DICT.notes(res):
+        assert_inert(note)

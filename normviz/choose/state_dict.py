@@ -102,9 +102,18 @@ def table(res: SavedAudit) -> pd.DataFrame | None:
     return saved_norms_frame(res.report)
 
 
+_ICON = ":material/"  # Streamlit turns this into an icon anywhere, code spans included
+
+
 def _literal(text: str) -> str:
-    """User text as a markdown code span: cut, on one line, no backtick to close it."""
-    return "`" + " ".join(text[:60].replace("`", "'").split()) + "`"
+    """User text as a markdown code span: cut, on one line, no backtick to close it, what
+    does not print shown as U+FFFD, and ":material/" split into two spans around an
+    escaped "/" (so it shows as typed, not as an icon)."""
+    s = " ".join(text[:60].replace("`", "'").split())
+    s = "".join(c if c.isprintable() else "\ufffd" for c in s)
+    parts = s.split(_ICON)
+    spans = [f"`{p}:material`" if i < len(parts) - 1 else f"`{p}`" for i, p in enumerate(parts)]
+    return "\\/".join(spans).replace("``", "")
 
 
 def notes(res: SavedAudit) -> Sequence[str]:
