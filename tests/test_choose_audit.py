@@ -265,6 +265,50 @@ def test_a_norm_in_a_block_without_a_skip_is_neither_pre_nor_post() -> None:
     }
 
 
+class _Basic(nn.Module):
+    """torchvision's BasicBlock: a projection shortcut (1×1 conv, BN) where shapes change."""
+
+    def __init__(self, cin: int, cout: int, stride: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample: nn.Module | None = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        identity = x if self.downsample is None else self.downsample(x)
+        return F.relu(out + identity)
+
+
+class _Rotary(nn.Module):
+    """A rotary-embedding-like sum of two products of x: no residual connection."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.norm(x)
+        return h * 0.5 + torch.flip(h, dims=(2,)) * 0.25
+
+
+def test_a_projection_shortcut_is_a_skip_and_its_norm_sits_on_it() -> None:
+    net = nn.Sequential(_Basic(8, 8, 1), _Basic(8, 16, 2), _Basic(16, 16, 1))
+    r = engine.audit(net, torch.randn(2, 8, 8, 8))
+    assert r.residual_adds == 3  # the projection block's add is a residual add too
+    want = {f"{i}.bn{j}": BRANCH for i in range(3) for j in (1, 2)}
+    want["1.downsample.1"] = findings.SHORTCUT
+    assert r.placements == want
+    rot = engine.audit(_Rotary(), torch.randn(2, 3, 8))
+    assert rot.residual_adds == 0 and rot.placements == {"norm": findings.NONE}
+
+
 def test_efficientnet_placements_follow_its_blocks() -> None:
     """Each MBConv's BatchNorms sit in its branch when it adds a skip, else in a block
     without one; only the head's norm comes after the last block."""

@@ -25,6 +25,7 @@ from normviz.choose.findings import (
     NONE,
     POST,
     PRE,
+    SHORTCUT,
     SKIPLESS,
     WEIGHT_LAYERS,
     AuditError,
@@ -109,8 +110,29 @@ def _is_add(node: fx.Node) -> bool:
     return node.op == "call_method" and node.target in ("add", "add_")
 
 
+SHORTCUT_NODES = 4  # a projection shortcut: at most this many nodes (1×1 conv, BN, pool)
+
+
+def _projection(
+    u: fx.Node, v: fx.Node, memo: dict[fx.Node, frozenset[fx.Node]]
+) -> tuple[fx.Node, fx.Node] | None:
+    """(skip, branch) when u + v is a block with a projection shortcut (ResNet's
+    downsample): both come from a shared input, and one of them by a short path
+    through at least one module."""
+    shared = _ancestors(u, memo) & _ancestors(v, memo)
+    if not any(n.op != "get_attr" for n in shared):
+        return None
+    own = {w: (_ancestors(w, memo) - shared) | {w} for w in (u, v)}
+    skip, branch = sorted((u, v), key=lambda w: len(own[w]))
+    short = len(own[skip]) <= SHORTCUT_NODES < len(own[branch])
+    if short and any(n.op == "call_module" for n in own[skip]):
+        return skip, branch
+    return None
+
+
 def residual_adds(graph: fx.Graph) -> list[tuple[fx.Node, fx.Node, fx.Node]]:
-    """(add, skip, branch) for every add whose one operand is computed from the other."""
+    """(add, skip, branch) for every add whose one operand is computed from the other,
+    or from the same input by a projection shortcut."""
     memo: dict[fx.Node, frozenset[fx.Node]] = {}
     out = []
     for node in graph.nodes:
@@ -123,6 +145,8 @@ def residual_adds(graph: fx.Graph) -> list[tuple[fx.Node, fx.Node, fx.Node]]:
             out.append((node, u, v))
         elif v in _ancestors(u, memo):
             out.append((node, v, u))
+        elif (pair := _projection(u, v, memo)) is not None:
+            out.append((node, *pair))
     return out
 
 
@@ -209,6 +233,8 @@ def _placement(
         return POST
     if any(_in_branch(norm, skip, branch, memo) for _, skip, branch in adds):
         return BRANCH
+    if any(_in_branch(norm, branch, skip, memo) for _, skip, branch in adds):
+        return SHORTCUT  # on the skip path itself: a projection shortcut's norm
     if not adds:
         return NONE
     if str(norm.target).rpartition(".")[0] in skipless:

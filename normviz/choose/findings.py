@@ -40,10 +40,11 @@ NORM_TYPES: tuple[tuple[type[nn.Module], str], ...] = (
 )
 WEIGHT_LAYERS: tuple[type[nn.Module], ...] = (nn.Linear, nn.modules.conv._ConvNd)
 
-PRE, POST, BRANCH, FINAL, SKIPLESS, BETWEEN, NONE = (
+PRE, POST, BRANCH, SHORTCUT, FINAL, SKIPLESS, BETWEEN, NONE = (
     "pre-norm",
     "post-norm",
     "inside the residual branch",
+    "on the skip path (a projection shortcut)",
     "after the residual blocks, outside any branch",
     "in a block without a skip",
     "before or between the residual blocks",
@@ -53,6 +54,8 @@ PLACEMENT_HELP: dict[str, str] = {
     PRE: "normalizes the input of a residual branch; the skip path bypasses it",
     POST: "normalizes the sum x + F(x); every path goes through it",
     BRANCH: "sits inside F, after a convolution or linear layer; the skip path bypasses it",
+    SHORTCUT: "normalizes the projected input (e.g. a strided 1×1 convolution) that the block "
+    "adds to its branch where the shapes differ",
     FINAL: "no residual add follows it: a final norm after the last block (GPT-2's ln_f) "
     "or a head's norm",
     SKIPLESS: "the block holding it adds no skip, so it is neither pre- nor post-norm of a "
