@@ -20,6 +20,7 @@ from normviz.batchnorm import (
     batch_size,
     bessel,
     checkpoint,
+    coupling,
     evalmode,
     freeze,
     gradients,
@@ -66,6 +67,7 @@ SECTIONS: tuple[Section, ...] = (
     checkpoint.SECTION,
     where.SECTION,
     gradients.SECTION,
+    coupling.SECTION,
     model.SECTION,
     realnet.SECTION,
 )
