@@ -28,6 +28,7 @@ SECTION_TEXT = {
     "where": ("He et al. 2016", "bias=False"),
     "gradients": ("not a guarantee", "with BatchNorm: the weight gradient grows"),
     "coupling": ("not a preprocessing step", "off-diagonal entries are non-zero"),
+    "causal": ("causal mask", "a leak no causal mask can stop"),
     "bessel": ("unbiased", "more than 1 value per channel"),
     "batch-size": ("held-out batches", "training mode"),
     "shift": ("scale²", "GroupNorm uses G = 2"),

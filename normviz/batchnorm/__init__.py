@@ -19,6 +19,7 @@ from normviz.batchnorm import (
     accumulation,
     batch_size,
     bessel,
+    causal,
     checkpoint,
     coupling,
     evalmode,
@@ -68,6 +69,7 @@ SECTIONS: tuple[Section, ...] = (
     where.SECTION,
     gradients.SECTION,
     coupling.SECTION,
+    causal.SECTION,
     model.SECTION,
     realnet.SECTION,
 )
