@@ -40,8 +40,8 @@ def test_batchnorm_leaks_in_training_only(name: str) -> None:
     B = setup.batch_size
     assert res.shape == (B, T, C)
     x = generate(setup.data, "BTC", (B, T, C), setup.seed)
-    changed = x.clone()
-    changed[0, -1] += 2.0
+    changed = causal.change_last(x, 2.0, setup.seed)
+    assert (changed[0, :-1] == x[0, :-1]).all() and (changed[1:] == x[1:]).all()
     d = _oracle(x, changed, setup.eps)
     for i, di in enumerate(d):
         np.testing.assert_allclose(res.own[i], di[0].amax(-1).numpy(), atol=1e-6)
@@ -51,7 +51,7 @@ def test_batchnorm_leaks_in_training_only(name: str) -> None:
     assert res.own[0, 0] > 1e-2 and res.earlier(0) > 1e-2
     # evaluation-mode BatchNorm and LayerNorm: the earlier positions do not move at all
     assert res.earlier(1) == 0 and res.earlier(2) == 0
-    assert res.own[1, -1] > 0 and res.own[2, -1] > 0  # the changed token itself does
+    assert res.own[1, -1] > 0.1 and res.own[2, -1] > 0.1  # the changed token itself does
     assert (res.others[1:] == 0).all()
     if B > 1:
         assert res.others[0].max() > 1e-2  # and other sequences see it too, in training

@@ -69,15 +69,24 @@ def apply(layer: nn.Module, x: torch.Tensor) -> torch.Tensor:
     return layer(x)
 
 
+def change_last(x: torch.Tensor, shift: float, seed: int) -> torch.Tensor:
+    """`x` (B, T, C) with the last token of sequence 0 moved by `shift` × a seeded random
+    direction over its channels (a constant added to every channel would be invisible to
+    LayerNorm, which subtracts the token's mean)."""
+    g = torch.Generator().manual_seed(seed + 1)
+    out = x.clone()
+    out[0, -1] += shift * torch.randn(x.shape[-1], generator=g)
+    return out
+
+
 @one_thread()
 def leak(setup: LabSetup, shift: float) -> Leak:
-    """Change the last token of sequence 0 by `shift` in every channel; compare the outputs."""
+    """Change the last token of sequence 0 (`change_last`); compare each layer's outputs."""
     check(setup)
     T, C = setup.sample_shape if setup.layout == "BTC" else SHAPE
     B = setup.batch_size
     x = generate(setup.data, "BTC", (B, T, C), setup.seed)
-    changed = x.clone()
-    changed[0, -1] += shift
+    changed = change_last(x, shift, setup.seed)
     own, others = [], []
     with torch.no_grad():
         for layer in _layers(C, setup.eps):
@@ -132,7 +141,7 @@ def notes(res: Leak) -> Sequence[str]:
     where = "" if res.own_shape else " (the lab's samples are images: a sequence of its own)"
     out = [
         f"A batch of (B, T, C) = ({B}, {T}, {C}){where}; the token at t = {T - 1} of sequence 0 "
-        f"moved by {res.shift:g} in every channel."
+        f"moved by {res.shift:g} × a random direction over its channels."
     ]
     for i, name in enumerate(LAYERS):
         e = res.earlier(i)
