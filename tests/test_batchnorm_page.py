@@ -122,6 +122,8 @@ def test_every_section(sim: str) -> None:
         ("compare", "instance"),
         ("bn_depth", "99"),
         ("bn_init", "zeros"),
+        ("cp_n", "5"),
+        ("leak_shift", "inf"),
         ("sim", "<script>"),
     ],
 )
