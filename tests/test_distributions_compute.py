@@ -467,6 +467,19 @@ def test_recovery_needs_sqrt_var_plus_eps_and_the_same_batch(layout: str) -> Non
     assert rec.max_abs_diff_other > 0.1  # training mode: x2 brings its own statistics
 
 
+def test_the_section_reads_the_shapes_at_the_shared_groups() -> None:
+    setup = example_setup()  # BatchNorm on (4, 6, 8), the shared G = 2
+    res = affine_section.SECTION.run(
+        setup, {"affine": "per-element", "gamma": 2.0, "beta": 1.0}, no_progress
+    )
+    table = affine_section.SECTION.table(res).set_index("method")
+    assert table.loc["GroupNorm", "torch module"] == "nn.GroupNorm(2, 8, eps=1e-5)"
+    assert table.loc["LayerNorm", "γ: .weight.shape"] == "(8,)"  # LayerNorm(C) in (B, T, C)
+    notes = affine_section.SECTION.notes(res)
+    assert notes[0].startswith("BatchNorm's γ has torch's shape (8,): 8 values, one per channel.")
+    assert "per-element is per-channel" in notes[0]
+
+
 def test_recovery_notes_come_from_the_numbers() -> None:
     res = affine_section.SECTION.run(
         example_setup(), {"affine": "scalar", "gamma": 2.0, "beta": 1.0}, no_progress

@@ -135,7 +135,8 @@ def figure(res: Coupling, presenter: bool = False) -> go.Figure:
         fig.update_xaxes(title="input j", dtick=1, row=1, col=col)
         fig.update_yaxes(title="output i", dtick=1, autorange="reversed", row=1, col=col)
     fig.update_layout(title=f"BatchNorm1d(1) on a batch of {res.n} values: who affects whom")
-    return style.apply(fig, presenter, height=440).figure()
+    style.apply(fig, presenter, height=460)
+    return style.top_room(fig, presenter, below=1).figure()  # room for the panel titles
 
 
 def table(res: Coupling) -> pd.DataFrame:

@@ -250,7 +250,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Affine:
     data = src.data if isinstance(src, Generated) else "normal"
     other = generate(data, setup.layout, setup.shape, setup.seed + 1)
     what = f"{GENERATORS[data].label.lower()} data, seed {setup.seed + 1}"
-    shapes = torch_shapes(setup.layout, tuple(x.shape), setup.contract.groups)
+    shapes = torch_shapes(setup.layout, tuple(x.shape), setup.groups)  # the shared G
     try:
         rec = recover_input(x, setup.layout, setup.eps, other=other)
         return Affine(setup.method, kind, demo, rec, "", what, c, shapes)
@@ -284,7 +284,8 @@ def make_affine_figure(demo: AffineDemo, method: str, presenter: bool = False) -
     fig.update_xaxes(title="channel", row=1, col=2)
     label = METHODS[method].label
     fig.update_layout(title=f"{label} with γ and β", barmode="overlay", bargap=0)
-    return style.apply(fig, presenter, height=400).figure()
+    style.apply(fig, presenter, height=420)
+    return style.top_room(fig, presenter, below=1).figure()  # room for the panel titles
 
 
 def figure(res: Affine, presenter: bool) -> go.Figure:
