@@ -45,9 +45,10 @@ KNOBS = (
 
 INTRO = (
     "After standardizing, the output is multiplied by γ and shifted by β, both learned, "
-    "of the shape torch's module gives them: one value per channel for BatchNorm, "
-    "InstanceNorm and GroupNorm, one per element of a sample for LayerNorm and RMSNorm "
-    "over (C, H, W) (the table below reads the shapes off torch's modules). One value "
+    "of the shape torch's module gives them: one value per channel for BatchNorm and "
+    "GroupNorm (and InstanceNorm with affine=True; its default has none), one per element "
+    "of a sample for LayerNorm and RMSNorm over (C, H, W); RMSNorm has no β. The table "
+    "below reads the shapes off torch's modules. One value "
     "for every entry stretches and moves the whole histogram. "
     "Under BatchNorm, whose groups are the channels, each channel's mean then lands "
     "exactly on its β and its spread on its γ. Other methods standardized other groups, "
