@@ -67,7 +67,7 @@ def test_default_page() -> None:
     at = run_app("axes")
     assert_clean(at)
     assert not at.error and not at.warning
-    block, flat, thumbs = _charts(at)
+    block, flat, thumbs, groups = _charts(at)
     # BatchNorm on (4, 6, 8): one statistic per feature from B·T = 24 values
     assert _count(_trace(block, "share μ")["x"]) == 24
     assert _count(_trace(block, "other cells")["x"]) == 4 * 6 * 8 - 24
@@ -78,6 +78,10 @@ def test_default_page() -> None:
     assert "B=0, T=0, C=0" in page and "m = B·T = 24" in page
     assert "matches torch.nn.BatchNorm1d, max |Δ| = " in page
     assert "nn.BatchNorm1d(8, eps=1e-05)" in page
+    # GroupNorm written as a reshape with the sidebar's G = 2, checked live
+    assert groups["layout"]["title"]["text"] == "GroupNorm's 2 groups: one μ per sample and group"
+    assert "xc.reshape(B, G, C // G, T)" in "\n".join(c.value for c in at.code)
+    assert "The hand-written reshape matches torch.nn.GroupNorm" in page
     assert "BatchNorm1d expects (N, C, L)" in page  # the confusion that applies
     card = at.table[0].value
     assert list(card["answer"])[:4] == ["B, T", "C", "8 means and variances", "m = B·T = 24"]

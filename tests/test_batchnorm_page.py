@@ -27,6 +27,8 @@ SECTION_TEXT = {
     "noise": ("batch-mates", "over 200 batches"),
     "where": ("He et al. 2016", "bias=False"),
     "gradients": ("not a guarantee", "with BatchNorm: the weight gradient grows"),
+    "coupling": ("not a preprocessing step", "off-diagonal entries are non-zero"),
+    "causal": ("causal mask", "a leak no causal mask can stop"),
     "bessel": ("unbiased", "more than 1 value per channel"),
     "batch-size": ("held-out batches", "training mode"),
     "shift": ("scale²", "GroupNorm uses G = 2"),
@@ -120,6 +122,8 @@ def test_every_section(sim: str) -> None:
         ("compare", "instance"),
         ("bn_depth", "99"),
         ("bn_init", "zeros"),
+        ("cp_n", "5"),
+        ("leak_shift", "inf"),
         ("sim", "<script>"),
     ],
 )

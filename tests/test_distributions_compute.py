@@ -76,7 +76,7 @@ def torch_norm(
             if p is None or getattr(mod, name, None) is None:
                 continue
             t = torch.as_tensor(p, dtype=x.dtype)
-            if method in ("layer", "rms") and not btc:  # (C, H, W) parameters
+            if method in ("layer", "rms") and not btc and t.numel() == C:  # (C,) → (C, H, W)
                 t = t.reshape(C, 1, 1).expand(C, *rest)
             getattr(mod, name).copy_(t)
     channel_first = METHODS[method].torch_channel_first and btc
@@ -88,7 +88,8 @@ def torch_norm(
         c = LAYOUTS[layout].channel_axis
         shape = [1] * x.ndim
         shape[c] = C
-        out = out + torch.as_tensor(bias, dtype=x.dtype).reshape(shape)
+        b = torch.as_tensor(bias, dtype=x.dtype)
+        out = out + (b.reshape(shape) if b.numel() == C else b)  # (C,) or (C, H, W)
     return out
 
 
@@ -331,11 +332,88 @@ def test_affine_demo_matches_torch(method: str, layout: str) -> None:
     moments = channel_moments(ref, layout)
     np.testing.assert_allclose(demo.channels["mean"], moments["mean"], atol=1e-5)
     np.testing.assert_allclose(demo.channels["std"], moments["std"], atol=1e-4)
-    np.testing.assert_allclose(demo.channels["γ"], demo.weight)
+    np.testing.assert_allclose(demo.channels["γ"], demo.weight.reshape(len(demo.weight), -1)[:, 0])
     assert demo.after.n == demo.before.n == x.numel()
     if method == "batch":  # per-channel groups: each channel lands exactly on its β, γ
         np.testing.assert_allclose(demo.channels["mean"], demo.bias, atol=1e-5)
         np.testing.assert_allclose(demo.channels["std"], demo.weight, rtol=1e-3)
+
+
+def _module_shapes(layout: str, shape: tuple[int, ...]) -> dict[str, tuple]:
+    """γ and β shapes read off the torch modules a user would write (None: no parameter)."""
+    C = shape[LAYOUTS[layout].channel_axis]
+    btc = layout == "BTC"
+    rest = () if btc else tuple(shape[2:])
+    mods = {
+        "BatchNorm": nn.BatchNorm1d(C) if btc else nn.BatchNorm2d(C),
+        "LayerNorm": nn.LayerNorm([C, *rest]),
+        "InstanceNorm": nn.InstanceNorm1d(C) if btc else nn.InstanceNorm2d(C),
+        "GroupNorm": nn.GroupNorm(G, C),
+        "RMSNorm": nn.RMSNorm([C, *rest]),
+    }
+    params = {k: (m.weight, getattr(m, "bias", None)) for k, m in mods.items()}
+    return {k: tuple(None if p is None else tuple(p.shape) for p in ps) for k, ps in params.items()}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_torch_shapes_are_read_off_the_modules(layout: str) -> None:
+    shape = SHAPES[layout]
+    table = affine_section.torch_shapes(layout, shape, G).set_index("method")
+    for label, (w, b) in _module_shapes(layout, shape).items():
+        row = table.loc[label]
+        assert row["γ: .weight.shape"] == ("none (affine=False)" if w is None else str(w)), label
+        assert (
+            row["β: .bias.shape"].startswith("none")
+            if b is None
+            else row["β: .bias.shape"] == str(b)
+        )
+    if layout == "NCHW":  # LayerNorm over (C, H, W): elementwise, not per channel
+        assert table.loc["LayerNorm", "γ: .weight.shape"] == str(shape[1:])
+        assert table.loc["GroupNorm", "γ: .weight.shape"] == f"({shape[1]},)"
+    refused = affine_section.torch_shapes(layout, shape, 3).set_index("method")  # 3 ∤ C
+    assert refused.loc["GroupNorm", "γ: .weight.shape"].startswith("refused:")
+
+
+@pytest.mark.parametrize(("method", "layout"), CASES)
+@pytest.mark.parametrize("kind", ["scalar", "per-channel", "per-element"])
+def test_gamma_has_torchs_shape_and_output_matches_the_module(
+    method: str, layout: str, kind: str
+) -> None:
+    x = generate("channels", layout, SHAPES[layout], 3)
+    demo = affine_demo(x, con(x, method, layout, **_kw(method)), kind, 2.0, 0.5)  # type: ignore[arg-type]
+    w, _ = _module_shapes(layout, SHAPES[layout])[METHODS[method].label]
+    C = SHAPES[layout][LAYOUTS[layout].channel_axis]
+    assert demo.weight.shape == (w or (C,)) and demo.bias.shape == demo.weight.shape
+    assert demo.torch_default == (w is not None)
+    elementwise = method in ("layer", "rms") and layout == "NCHW"
+    assert demo.per_element == (kind == "per-element" and elementwise)
+    # the module itself, γ and β copied in, gives the same per-channel moments
+    ref = torch_norm(x, method, layout, weight=demo.weight, bias=demo.bias)
+    moments = channel_moments(ref, layout)
+    np.testing.assert_allclose(demo.channels["mean"], moments["mean"], atol=1e-5)
+    np.testing.assert_allclose(demo.channels["std"], moments["std"], atol=1e-4)
+    text = affine_section.shape_note(demo, method, kind)
+    assert str(demo.weight.shape) in text
+    assert ("one per element of a sample" in text) == elementwise
+    if method == "instance":
+        assert "no γ by default (affine=False)" in text
+
+
+def test_layernorm_over_chw_gets_an_elementwise_gamma() -> None:
+    """nn.LayerNorm([C, H, W]) has a (C, H, W) γ; the demo applies it as torch does."""
+    x = generate("channels", "NCHW", SHAPES["NCHW"], 4)
+    _, C, H, W = x.shape
+    demo = affine_demo(x, con(x, "layer", "NCHW"), "per-element", 2.0, 1.0)
+    ln = nn.LayerNorm([C, H, W])
+    with torch.no_grad():
+        ln.weight.copy_(torch.as_tensor(demo.weight))
+        ln.bias.copy_(torch.as_tensor(demo.bias))
+        y = ln(x)
+    assert ln.weight.shape == demo.weight.shape == (C, H, W)
+    np.testing.assert_allclose(channel_moments(y, "NCHW")["std"], demo.channels["std"], atol=1e-4)
+    assert demo.weight.reshape(C, -1).std(1).min() > 0  # γ varies inside each channel
+    assert float(demo.weight.min()) == pytest.approx(1.0)  # 0.5γ … 1.5γ with γ = 2
+    assert float(demo.weight.max()) == pytest.approx(3.0)
 
 
 def test_under_layernorm_channels_do_not_land_on_beta_and_the_note_says_so() -> None:
@@ -387,6 +465,19 @@ def test_recovery_needs_sqrt_var_plus_eps_and_the_same_batch(layout: str) -> Non
     other = torch_norm(x2, "batch", layout, eps=eps, weight=rec.gamma, bias=rec.beta)
     assert rec.max_abs_diff_other == pytest.approx(float((other - x2).abs().max()))
     assert rec.max_abs_diff_other > 0.1  # training mode: x2 brings its own statistics
+
+
+def test_the_section_reads_the_shapes_at_the_shared_groups() -> None:
+    setup = example_setup()  # BatchNorm on (4, 6, 8), the shared G = 2
+    res = affine_section.SECTION.run(
+        setup, {"affine": "per-element", "gamma": 2.0, "beta": 1.0}, no_progress
+    )
+    table = affine_section.SECTION.table(res).set_index("method")
+    assert table.loc["GroupNorm", "torch module"] == "nn.GroupNorm(2, 8, eps=1e-5)"
+    assert table.loc["LayerNorm", "γ: .weight.shape"] == "(8,)"  # LayerNorm(C) in (B, T, C)
+    notes = affine_section.SECTION.notes(res)
+    assert notes[0].startswith("BatchNorm's γ has torch's shape (8,): 8 values, one per channel.")
+    assert "per-element is per-channel" in notes[0]
 
 
 def test_recovery_notes_come_from_the_numbers() -> None:

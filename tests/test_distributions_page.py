@@ -153,6 +153,21 @@ def test_a_link_reproduces_gamma_beta_and_the_eps_data() -> None:
     assert {n: url_value(at, n) for n in link} == link  # and it stays in the URL
 
 
+def test_layernorm_over_chw_shows_torchs_elementwise_gamma() -> None:
+    at = run_app(
+        PAGE, {"layout": "NCHW", "method": "layer", "affine": "per-element", "groups": "2"}
+    )
+    assert_clean(at)
+    shapes = next(d.value for d in at.dataframe if "γ: .weight.shape" in d.value.columns)
+    assert shapes.set_index("method").loc["GroupNorm", "torch module"].startswith("nn.GroupNorm(2,")
+    ln = shapes.set_index("method").loc["LayerNorm", "γ: .weight.shape"]
+    assert ln.count(",") == 2  # (C, H, W), read off nn.LayerNorm
+    assert shapes.set_index("method").loc["BatchNorm", "γ: .weight.shape"].count(",") == 1
+    body = texts(at)
+    assert f"LayerNorm's γ has torch's shape {ln}" in body and "one per element of a sample" in body
+    assert "positions of one channel get different scales" in body
+
+
 @pytest.mark.parametrize(
     ("query", "named"),
     [

@@ -24,6 +24,7 @@ TOPICS: dict[str, tuple[str, str]] = {
         "confusions",
     ),
     "the torch.nn code for a setting, checked live": ("axes", "code"),
+    "GroupNorm as a reshape (N, C, H, W) → (N, G, C//G, H, W), checked live": ("axes", "reshape"),
     # BatchNorm: statistics over the batch, training vs inference
     "BatchNorm over B and T (or N, H, W), worked by hand on a 2×3 matrix": (
         "worked-example",
@@ -53,11 +54,20 @@ TOPICS: dict[str, tuple[str, str]] = {
     ),
     "where BatchNorm sits relative to the activation": ("batchnorm", "where"),
     "BatchNorm's indirect effect on vanishing/exploding gradients": ("batchnorm", "gradients"),
+    "normalization is part of the model: gradients flow through μ and σ²": (
+        "batchnorm",
+        "coupling",
+    ),
+    "future tokens leak through BatchNorm's statistics in a causal model": ("batchnorm", "causal"),
     "BatchNorm vs a per-sample norm at tiny batches, in a small network": ("batchnorm", "model"),
     # what normalization does to the values
     "values before and after, per statistic group": ("distributions", "before-after"),
     "what each method does not control": ("distributions", "uncontrolled"),
     "γ and β: the scale and shift a layer learns; recovering the input": (
+        "distributions",
+        "gamma-beta",
+    ),
+    "γ and β of torch's shapes: per channel, or per element (LayerNorm over (C, H, W))": (
         "distributions",
         "gamma-beta",
     ),
@@ -76,6 +86,10 @@ TOPICS: dict[str, tuple[str, str]] = {
     "why post-norm needs learning-rate warm-up (Xiong et al. 2020)": ("residual", "warmup"),
     # why normalization helps training
     "higher learning rates (Ioffe & Szegedy 2015)": ("training", "lr"),
+    "faster convergence: steps to a target accuracy (Ioffe & Szegedy 2015)": (
+        "training",
+        "converge",
+    ),
     "GroupNorm vs BatchNorm against batch size (Wu & He 2018)": ("training", "batch"),
     "internal covariate shift, and the debate about it": ("training", "smooth"),
     "a smoother loss landscape, more predictive gradients (Santurkar et al. 2018)": (

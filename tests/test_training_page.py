@@ -24,6 +24,7 @@ PAGE = "training"
 # the cheapest setting of each experiment: one seed, the fewest epochs
 CHEAP: dict[str, dict[str, str]] = {
     "lr": {"tol_epochs": "1", "tol_norms": "none,batch"},
+    "converge": {"cv_epochs": "1"},
     "batch": {"bs_epochs": "1"},
     "smooth": {"sm_epochs": "1"},
     "noise": {"no_epochs": "2"},

@@ -14,7 +14,7 @@ Every section runs on one `AxesSetup` (the shared settings resolved to a
 
 from __future__ import annotations
 
-from normviz.axes import block, card, code, confusions, custom, flat, group, multiples
+from normviz.axes import block, card, code, confusions, custom, flat, group, multiples, reshape
 from normviz.axes.cells import (
     CELL_KNOBS,
     AxesSetup,
@@ -46,6 +46,7 @@ REST: tuple[Section, ...] = (
     confusions.SECTION,
     multiples.SECTION,
     code.SECTION,
+    reshape.SECTION,
 )
 SECTIONS: tuple[Section, ...] = SELECTION + REST
 KNOBS = merge(*(s.knobs for s in SECTIONS), CELL_KNOBS)
@@ -75,4 +76,5 @@ __all__ = [
     "group_slices",
     "linked_cell_warnings",
     "multiples",
+    "reshape",
 ]

@@ -19,7 +19,9 @@ from normviz.batchnorm import (
     accumulation,
     batch_size,
     bessel,
+    causal,
     checkpoint,
+    coupling,
     evalmode,
     freeze,
     gradients,
@@ -66,6 +68,8 @@ SECTIONS: tuple[Section, ...] = (
     checkpoint.SECTION,
     where.SECTION,
     gradients.SECTION,
+    coupling.SECTION,
+    causal.SECTION,
     model.SECTION,
     realnet.SECTION,
 )

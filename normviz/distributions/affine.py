@@ -1,13 +1,16 @@
 """γ and β: giving the scale back, and recovering the input from BatchNorm.
 
-After standardizing, each channel c is multiplied by γ_c and shifted by β_c. Under
-BatchNorm, whose groups are the channels, γ_c = sqrt(σ_c² + ε) and β_c = μ_c give
-the input back, but only for the batch whose statistics were used: in training mode
-another batch is normalized with its own statistics and does not come back.
+After standardizing, the output is multiplied by γ and shifted by β, of the shape
+torch's module gives them (read off the module: `nn.LayerNorm([C, H, W]).weight` is
+(C, H, W), one value per element of a sample; BatchNorm's and GroupNorm's are (C,)).
+Under BatchNorm, whose groups are the channels, γ_c = sqrt(σ_c² + ε) and β_c = μ_c
+give the input back, but only for the batch whose statistics were used: in training
+mode another batch is normalized with its own statistics and does not come back.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -16,6 +19,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import torch
+from torch import nn
 
 from normviz import style
 from normviz.core import Contract, as_tensor, contract, normalize
@@ -26,21 +30,26 @@ from normviz.distributions.setup import Generated, Setup, gated, input_tensor, n
 from normviz.errors import NormConfigError
 from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
-from normviz.methods import METHODS
+from normviz.layouts import LAYOUTS
+from normviz.methods import METHODS, STANDARD_METHODS
 from normviz.sections import Progress, Section
 from normviz.sources import cite
 
-AffineKind = Literal["scalar", "per-channel"]
+AffineKind = Literal["scalar", "per-channel", "per-element"]
 
 KNOBS = (
-    Knob("affine", "scalar", choices=("scalar", "per-channel"), label="γ and β are"),
+    Knob("affine", "scalar", choices=("scalar", "per-channel", "per-element"), label="γ and β are"),
     Knob("gamma", 2.0, lo=0.1, hi=5.0, label="γ"),
     Knob("beta", 1.0, lo=-3.0, hi=3.0, label="β"),
 )
 
 INTRO = (
-    "After standardizing, each channel c is multiplied by γ_c and shifted by β_c, both "
-    "learned. One value for every channel stretches and moves the whole histogram. "
+    "After standardizing, the output is multiplied by γ and shifted by β, both learned, "
+    "of the shape torch's module gives them: one value per channel for BatchNorm and "
+    "GroupNorm (and InstanceNorm with affine=True; its default has none), one per element "
+    "of a sample for LayerNorm and RMSNorm over (C, H, W); RMSNorm has no β. The table "
+    "below reads the shapes off torch's modules. One value "
+    "for every entry stretches and moves the whole histogram. "
     "Under BatchNorm, whose groups are the channels, each channel's mean then lands "
     "exactly on its β and its spread on its γ. Other methods standardized other groups, "
     "so a channel's values need not have mean 0 and spread 1 before γ_c and β_c act: the "
@@ -62,15 +71,76 @@ def affine_params(kind: AffineKind, C: int, gamma: float, beta: float) -> tuple[
     raise ValueError(f"unknown γ/β kind {kind!r}: choose 'scalar' or 'per-channel'")
 
 
+def torch_ctor(method: str, layout: str, shape: tuple[int, ...], groups: int) -> str:
+    """The registry's torch constructor for `method` at `shape`: `nn.GroupNorm(2, 8, eps=1e-5)`."""
+    sizes = dict(zip(LAYOUTS[layout].axes, shape, strict=True))
+    return METHODS[method].torch_module[layout].format(G=groups, eps="1e-5", **sizes)
+
+
+def torch_module(method: str, layout: str, shape: tuple[int, ...], groups: int) -> nn.Module:
+    """torch's module for `method` at `shape`, built from the registry's constructor."""
+    return eval(torch_ctor(method, layout, shape, groups), {"nn": nn})  # our text, not a user's
+
+
+def torch_gamma(method: str, layout: str, shape: tuple, groups: int) -> tuple[tuple, bool]:
+    """(shape of γ in torch's module for `method`, whether the default module has one):
+    InstanceNorm's default has none (affine=False; with affine=True it is (C,)); custom
+    axes have no torch module, and normviz's γ is (C,)."""
+    C = shape[LAYOUTS[layout].channel_axis]
+    if method not in STANDARD_METHODS:
+        return (C,), False
+    w = getattr(torch_module(method, layout, shape, groups), "weight", None)
+    return ((C,), False) if w is None else (tuple(w.shape), True)
+
+
+def torch_shapes(layout: str, shape: tuple[int, ...], groups: int) -> pd.DataFrame:
+    """Every method's torch module at `shape`, with the shapes of its γ (weight) and β (bias)."""
+    rows = []
+    for key in STANDARD_METHODS:
+        row = [METHODS[key].label, torch_ctor(key, layout, shape, groups)]
+        try:
+            mod = torch_module(key, layout, shape, groups)
+        except ValueError as e:  # GroupNorm with C not divisible by G
+            rows.append([*row, f"refused: {e}", ""])
+            continue
+        w, b = (getattr(mod, n, None) for n in ("weight", "bias"))
+        none = "none (affine=False)" if w is None else "none"
+        rows.append([*row, *(none if p is None else str(tuple(p.shape)) for p in (w, b))])
+    return pd.DataFrame(
+        rows, columns=["method", "torch module", "γ: .weight.shape", "β: .bias.shape"]
+    )
+
+
+def affine_tensors(
+    kind: AffineKind, shape: tuple[int, ...], gamma: float, beta: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """γ and β of torch's parameter `shape` ((C,) or (C, H, W)): "per-channel" ramps across
+    channels (the same value at every position of a channel), "per-element" across all
+    entries in order (for a (C,) parameter, the same as per-channel)."""
+    if kind == "per-element":
+        w, b = affine_params("per-channel", math.prod(shape), gamma, beta)
+        return w.reshape(shape), b.reshape(shape)
+    w, b = affine_params(kind, shape[0], gamma, beta)
+    full = lambda a: np.broadcast_to(a.reshape(-1, *[1] * (len(shape) - 1)), shape).copy()  # noqa: E731
+    return full(w), full(b)
+
+
 @dataclass(frozen=True, eq=False)
 class AffineDemo:
     """One method's output with γ and β applied, and what each channel ends up with."""
 
-    weight: np.ndarray  # γ, (C,)
-    bias: np.ndarray  # β, (C,)
+    weight: np.ndarray  # γ, of torch's shape: (C,) or (C, H, W)
+    bias: np.ndarray  # β, the same shape
     before: Histogram  # normalized, γ = 1, β = 0
     after: Histogram  # with γ, β
-    channels: pd.DataFrame  # per channel: γ, β, mean and std after
+    channels: pd.DataFrame  # per channel: γ, β (each channel's mean of them), mean, std after
+    torch_default: bool = True  # torch's module for the method has γ by default
+
+    @property
+    def per_element(self) -> bool:
+        """γ or β takes more than one value inside some channel."""
+        flat = [a.reshape(a.shape[0], -1) for a in (self.weight, self.bias)]
+        return any(bool((np.ptp(f, axis=1) > 0).any()) for f in flat)
 
 
 def affine_demo(
@@ -82,19 +152,24 @@ def affine_demo(
     eps: float = 1e-5,
     bins: int = HIST_BINS,
 ) -> AffineDemo:
-    """Normalize, then scale by γ and shift by β per channel: y = γ_c · x̂ + β_c.
+    """Normalize, then y = γ · x̂ + β with γ, β of torch's parameter shape for the method.
 
     Raises:
         NormConfigError: the setting cannot run.
     """
     x = as_tensor(x)
     plain = norm(x, con, eps)
-    w, b = affine_params(kind, x.shape[con.layout_obj.channel_axis], gamma, beta)
-    y = norm(x, con, eps, weight=w, bias=b)
+    shape, has = torch_gamma(con.method, con.layout, tuple(x.shape), con.groups)
+    w, b = affine_tensors(kind, shape, gamma, beta)
+    # (C,) acts along the channel axis, (C, H, W) on a sample's trailing axes
+    place = shape + (1,) * (x.ndim - con.layout_obj.channel_axis - len(shape))
+    tw, tb = (torch.as_tensor(a, dtype=plain.dtype).reshape(place) for a in (w, b))
+    y = plain * tw + tb
     moments = channel_moments(y, con.layout)
-    moments.insert(0, "β", b)
-    moments.insert(0, "γ", w)
-    return AffineDemo(w, b, histogram(plain, bins), histogram(y, bins), moments)
+    mean_c = lambda a: a.reshape(a.shape[0], -1).mean(1)  # noqa: E731
+    moments.insert(0, "β", mean_c(b))
+    moments.insert(0, "γ", mean_c(w))
+    return AffineDemo(w, b, histogram(plain, bins), histogram(y, bins), moments, has)
 
 
 @dataclass(frozen=True, eq=False)
@@ -137,8 +212,7 @@ def recover_input(
     xd = x.double()  # float64, so the ε effect is not lost in float32 rounding
     res = normalize(xd, method, layout, eps=eps)
     assert res.mean is not None  # per-channel methods are centred
-    mu = res.mean.reshape(-1)
-    var = res.var.reshape(-1)
+    mu, var = res.mean.reshape(-1), res.var.reshape(-1)
     gamma = torch.sqrt(var + eps)
     y = normalize(xd, method, layout, eps=eps, weight=gamma, bias=mu).output
     y_sigma = normalize(xd, method, layout, eps=eps, weight=var.sqrt(), bias=mu).output
@@ -147,14 +221,8 @@ def recover_input(
         od = as_tensor(other).double()
         y_other = normalize(od, method, layout, eps=eps, weight=gamma, bias=mu).output
         miss = float((y_other - od).abs().max())
-    return Recovery(
-        gamma.numpy(),
-        mu.numpy(),
-        float((y - xd).abs().max()),
-        float((y_sigma - xd).abs().max()),
-        float(xd.abs().max()),
-        miss,
-    )
+    diff = [float((a - xd).abs().max()) for a in (y, y_sigma)]
+    return Recovery(gamma.numpy(), mu.numpy(), *diff, float(xd.abs().max()), miss)
 
 
 # ---- run ------------------------------------------------------------------------------
@@ -169,31 +237,26 @@ class Affine:
     recovery_refused: str = ""
     other_batch: str = ""  # what the second batch is: "normal data, seed 1"
     centred: bool = True  # the page's method subtracts the mean
+    shapes: pd.DataFrame | None = None  # torch_shapes at the input's shape
 
 
 @gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Affine:
     x = input_tensor(setup)
-    kind = str(knobs["affine"])
-    demo = affine_demo(
-        x,
-        setup.contract,
-        kind,
-        float(knobs["gamma"]),
-        float(knobs["beta"]),
-        setup.eps,  # type: ignore[arg-type]
-    )
+    kind, g, b = str(knobs["affine"]), float(knobs["gamma"]), float(knobs["beta"])  # type: ignore[arg-type]
+    demo = affine_demo(x, setup.contract, kind, g, b, setup.eps)  # type: ignore[arg-type]
     progress(0.6, "recovering the input from BatchNorm")
     c = setup.contract.centred
     src = setup.source
     data = src.data if isinstance(src, Generated) else "normal"
     other = generate(data, setup.layout, setup.shape, setup.seed + 1)
     what = f"{GENERATORS[data].label.lower()} data, seed {setup.seed + 1}"
+    shapes = torch_shapes(setup.layout, tuple(x.shape), setup.groups)  # the shared G
     try:
         rec = recover_input(x, setup.layout, setup.eps, other=other)
-        return Affine(setup.method, kind, demo, rec, other_batch=what, centred=c)
+        return Affine(setup.method, kind, demo, rec, "", what, c, shapes)
     except NormConfigError as e:
-        return Affine(setup.method, kind, demo, None, str(e), centred=c)
+        return Affine(setup.method, kind, demo, None, str(e), centred=c, shapes=shapes)
 
 
 # ---- figure and notes ------------------------------------------------------------------
@@ -212,29 +275,18 @@ def make_affine_figure(demo: AffineDemo, method: str, presenter: bool = False) -
         ("std", "γ", style.PALETTE[2], "diamond", "dash"),
     ):
         line = {"color": colour, "dash": dash}
-        fig.add_trace(
-            trace("scatter", x=idx, y=ch[target].to_numpy(), mode="lines", line=line, name=target),
-            1,
-            2,
-        )
+        y = ch[target].to_numpy()
+        fig.add_trace(trace("scatter", x=idx, y=y, mode="lines", line=line, name=target), 1, 2)
         marker = {"color": colour, "symbol": sym, "size": 9}
-        fig.add_trace(
-            trace(
-                "scatter",
-                x=idx,
-                y=ch[col].to_numpy(),
-                mode="markers",
-                marker=marker,
-                name=f"channel {col}",
-            ),
-            1,
-            2,
-        )
+        y = ch[col].to_numpy()
+        dots = trace("scatter", x=idx, y=y, mode="markers", marker=marker, name=f"channel {col}")
+        fig.add_trace(dots, 1, 2)
     fig.update_xaxes(title="value", row=1, col=1)
     fig.update_xaxes(title="channel", row=1, col=2)
     label = METHODS[method].label
     fig.update_layout(title=f"{label} with γ and β", barmode="overlay", bargap=0)
-    return style.apply(fig, presenter, height=400).figure()
+    style.apply(fig, presenter, height=420)
+    return style.top_room(fig, presenter, below=1).figure()  # room for the panel titles
 
 
 def figure(res: Affine, presenter: bool) -> go.Figure:
@@ -263,9 +315,14 @@ def landing_note(demo: AffineDemo, method: str, centred: bool = True) -> str:
         f"{_span(ch['β'])} (largest miss {miss_mean:.3g}), and the spreads at "
         f"{_span(ch['std'])} while γ is {_span(ch['γ'])}. "
         f"{label} {'standardized' if centred else 'only rescaled'} other groups than "
-        "the channels, so channel c's values keep a mean m_c and a spread s_c of their own "
-        "and come out with mean γ_c·m_c + β_c and spread |γ_c|·s_c: γ and β move the "
-        "channels, but not onto β and γ."
+        "the channels, so channel c's values keep a mean m_c and a spread s_c of their own"
+        + (
+            ", and γ and β vary inside each channel: each position gets its own scale and "
+            "shift, so γ and β move the channels, but not onto their mean β and γ."
+            if demo.per_element
+            else " and come out with mean γ_c·m_c + β_c and spread |γ_c|·s_c: γ and β move "
+            "the channels, but not onto β and γ."
+        )
         + (
             ""
             if centred
@@ -274,10 +331,34 @@ def landing_note(demo: AffineDemo, method: str, centred: bool = True) -> str:
     )
 
 
+def shape_note(demo: AffineDemo, method: str, kind: str) -> str:
+    """What torch's γ for the method is, and how this demo's γ fills it."""
+    label, shape, n = METHODS[method].label, tuple(demo.weight.shape), demo.weight.size
+    one = "one per element of a sample" if len(shape) > 1 else "one per channel"
+    head = f"{label}'s γ has torch's shape {shape}: {n} values, {one}."
+    if method not in STANDARD_METHODS:
+        head = f"{label}: no torch module; γ here has shape {shape}, {one}."
+    elif not demo.torch_default:
+        head = f"torch's {label} has no γ by default (affine=False); with affine=True: {shape}."
+    if kind == "per-channel":
+        return f"{head} Per-channel: γ_c runs from 0.5γ to 1.5γ and β_c from β − 1 to β + 1."
+    if kind == "per-element" and demo.per_element:
+        return (
+            f"{head} Per-element: γ runs from 0.5γ to 1.5γ and β from β − 1 to β + 1 across "
+            f"all {n} entries, so positions of one channel get different scales; the right "
+            "panel shows each channel's mean γ and β."
+        )
+    if kind == "per-element":
+        return f"{head} With one value per channel, per-element is per-channel."
+    return head
+
+
+def table(res: Affine) -> pd.DataFrame | None:
+    return res.shapes
+
+
 def notes(res: Affine) -> Sequence[str]:
-    out = []
-    if res.kind == "per-channel":
-        out.append("Per-channel: γ_c runs from 0.5γ to 1.5γ and β_c from β − 1 to β + 1.")
+    out = [shape_note(res.demo, res.method, res.kind)]
     out.append(landing_note(res.demo, res.method, res.centred))
     out.append(
         "**Undoing BatchNorm.** BatchNorm divides channel c by √(σ_c² + ε) after "
@@ -313,5 +394,5 @@ def notes(res: Affine) -> Sequence[str]:
 
 
 SECTION = Section(
-    "gamma-beta", "γ and β: giving the scale back", INTRO, run, KNOBS, figure, notes=notes
+    "gamma-beta", "γ and β: giving the scale back", INTRO, run, KNOBS, figure, table, notes
 )
