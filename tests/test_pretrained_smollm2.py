@@ -14,8 +14,10 @@ import threading
 import numpy as np
 import pytest
 import torch
+from conftest import assert_clean, run_app, texts, unescaped, url_value
 
 import normviz
+from normviz import NormConfigError, pretrained
 from normviz.pretrained import smollm2
 from normviz.pretrained.smollm2_net import Taps
 
@@ -237,3 +239,69 @@ def test_bad_input_and_a_missing_wheel_get_clear_messages(monkeypatch: pytest.Mo
     )
     with pytest.raises(smollm2.NotInstalled, match=re.escape(smollm2.INSTALL)):
         smollm2.hidden_states(["hi"], smollm2.DEFAULT_LAYER)
+
+
+# ---- data=smollm2: the registry and every page that takes a real tensor -------------------
+
+TEXT = "The cat sat.\nA dog slept by the door."
+REAL_PAGES = ["axes", "distributions"]  # the pages declaring the "real" control (checked)
+
+
+def test_the_registry_offers_smollm2(offline: None) -> None:
+    from benchmarks.common import page_ids, url_path
+    from ui.pages import controls
+
+    assert [url_path(p) for p in page_ids() if "real" in controls(url_path(p))] == REAL_PAGES
+    src = pretrained.SOURCES["smollm2"]
+    assert src.layout == "BTC" and src.uses_text and not src.uses_photo
+    assert src.layers() == smollm2.NORMS and src.default_layer() == "blk.12.attn_norm"
+    res = pretrained.build(pretrained.RealInput("smollm2", text=TEXT))
+    x, _ = smollm2.hidden_states(TEXT.splitlines(), "blk.12.attn_norm")
+    np.testing.assert_array_equal(res.array, x)
+    assert res.array.shape == (2, 4, 576) and res.labels[0] == ("The", "Ġcat", "Ġsat", ".")
+    assert "Block 13 of 30, attention norm (576) (module blk.12.attn_norm)" in res.description
+    assert "each sentence cut to its first 4 tokens" in res.description
+    assert "ε = 1e-05" in res.description and "no bias added" in res.description
+    with pytest.raises(NormConfigError, match=r"has no normalization layer 'blk\.30\.ffn_norm'"):
+        pretrained.build(pretrained.RealInput("smollm2", "blk.30.ffn_norm", TEXT))
+
+
+@pytest.mark.parametrize("path", REAL_PAGES)
+def test_a_page_that_takes_a_tensor_runs_on_smollm2(offline: None, path: str) -> None:
+    at = run_app(path, {"data": "smollm2", "text": TEXT, "layer": "blk.4.ffn_norm"}, timeout=300)
+    assert_clean(at)
+    assert not at.warning and not at.error, [w.value for w in (*at.warning, *at.error)]
+    shape = pretrained.RealInput("smollm2", "blk.4.ffn_norm", TEXT).shape
+    shown = [m.value for m in at.sidebar.markdown if m.value.startswith("**Shape**")]
+    assert shown == [f"**Shape**: (B, T, C) = {shape}, fixed by SmolLM2 (real text, RMSNorm)."]
+    note = at.info[0].value
+    assert "SmolLM2" in note and "Block 5 of 30, feed" in note and "shortest sentence" in note
+    assert url_value(at, "data") == "smollm2" and url_value(at, "layer") == "blk.4.ffn_norm"
+
+
+def test_distributions_on_smollm2_finds_the_massive_dimension(offline: None) -> None:
+    at = run_app("distributions", {"data": "smollm2", "text": TEXT}, timeout=300)
+    assert_clean(at)
+    assert "channels dwarf the rest" in texts(at) and "507 (RMS" in texts(at)
+
+
+def test_a_bad_layer_falls_back_with_a_warning(offline: None) -> None:
+    at = run_app("axes", {"data": "smollm2", "text": TEXT, "layer": "blk.99.attn_norm"})
+    assert_clean(at)
+    warned = "\n".join(w.value for w in at.warning)
+    assert "`layer=blk.99.attn_norm` is not a normalization layer of SmolLM2" in warned
+    assert "using Block 13 of 30, attention norm (576)" in warned
+    assert url_value(at, "layer") == smollm2.DEFAULT_LAYER
+
+
+def test_without_the_wheel_the_page_names_the_install_command(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda n, *a: None if n == smollm2.PACKAGE else real(n, *a)
+    )
+    at = run_app("axes", {"data": "smollm2", "text": "A text no other test runs."})
+    assert_clean(at)
+    errors = unescaped("\n".join(e.value for e in at.error))
+    assert "SmolLM2 is not installed: run" in errors and smollm2.INSTALL in errors
