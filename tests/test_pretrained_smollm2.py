@@ -46,7 +46,7 @@ def offline() -> None:
     mp.setattr(socket, "create_connection", refuse)
     mp.setenv("HF_HUB_OFFLINE", "1")
     mp.setenv("TRANSFORMERS_OFFLINE", "1")
-    for fn in (smollm2.reader, smollm2.config, smollm2.model, smollm2.tokenizer):
+    for fn in (smollm2.header, smollm2.model, smollm2.tokenizer):
         fn.cache_clear()
     try:
         smollm2.model()

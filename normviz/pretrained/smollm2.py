@@ -98,28 +98,37 @@ def _once(fn: Any) -> Any:
     return wrapper
 
 
-@_once
 def reader() -> Any:
-    """The file's `gguf.GGUFReader` (memory-mapped: tensors are read when dequantized)."""
+    """A fresh `gguf.GGUFReader` over the file (memory-mapped: a tensor is read when it is
+    dequantized). Not cached: its parsed fields hold about 160 MB, so the process keeps
+    only what `header()` and `model()` take from it."""
     path = gguf_path()
     import gguf
 
     return gguf.GGUFReader(str(path))
 
 
-def _field(name: str) -> Any:
-    return reader().fields[name].contents()
+@dataclass(frozen=True)
+class Header:
+    """What the process keeps of the file's header (no tensor data)."""
+
+    config: Config
+    tensors: tuple[tuple[str, str], ...]  # each tensor's name and type (F32, Q4_1, ...)
+    tokens: tuple[str, ...]  # the vocabulary, in byte-level spelling (Ġ: a space)
+    kinds: tuple[int, ...]  # each token's type (1 normal, 3 control)
+    merges: tuple[str, ...]  # the BPE merges, best first ("Ġ t")
 
 
 @_once
-def config() -> Config:
-    """The configuration from the header's metadata (no tensor is dequantized)."""
-    arch = _field("general.architecture")
-    if arch != "llama":
+def header() -> Header:
+    """The header's metadata and tensor list, read once (no tensor is dequantized)."""
+    r = reader()
+    field = lambda name: r.fields[name].contents()  # noqa: E731
+    key = lambda name: field(f"llama.{name}")  # noqa: E731
+    if (arch := field("general.architecture")) != "llama":
         raise RuntimeError(f"{FILE} is a {arch!r} model, not llama")
-    key = lambda name: _field(f"llama.{name}")  # noqa: E731
-    names = {t.name for t in reader().tensors}
-    return Config(
+    tensors = tuple((t.name, t.tensor_type.name) for t in r.tensors)
+    cfg = Config(
         blocks=int(key("block_count")),
         dim=int(key("embedding_length")),
         heads=int(key("attention.head_count")),
@@ -130,16 +139,28 @@ def config() -> Config:
         rope_dims=int(key("rope.dimension_count")),
         vocab=int(key("vocab_size")),
         context=int(key("context_length")),
-        tied="output.weight" not in names,
-        bos=int(_field("tokenizer.ggml.bos_token_id")),
-        eos=int(_field("tokenizer.ggml.eos_token_id")),
-        pad=int(_field("tokenizer.ggml.padding_token_id")),
+        tied="output.weight" not in dict(tensors),
+        bos=int(field("tokenizer.ggml.bos_token_id")),
+        eos=int(field("tokenizer.ggml.eos_token_id")),
+        pad=int(field("tokenizer.ggml.padding_token_id")),
     )
+    return Header(
+        cfg,
+        tensors,
+        tuple(field("tokenizer.ggml.tokens")),
+        tuple(int(k) for k in field("tokenizer.ggml.token_type")),
+        tuple(field("tokenizer.ggml.merges")),
+    )
+
+
+def config() -> Config:
+    """The model's configuration, from the header's metadata."""
+    return header().config
 
 
 def tensor_types() -> dict[str, str]:
     """Each tensor's name and storage type (F32, Q4_1, ...), from the header only."""
-    return {t.name: t.tensor_type.name for t in reader().tensors}
+    return dict(header().tensors)
 
 
 def weights() -> dict[str, torch.Tensor]:
@@ -180,9 +201,9 @@ def tokenizer() -> Any:
     """
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-    tokens = list(_field("tokenizer.ggml.tokens"))
-    kinds = list(_field("tokenizer.ggml.token_type"))
-    merges = [tuple(m.split(" ", 1)) for m in _field("tokenizer.ggml.merges")]
+    hdr = header()
+    tokens, kinds = list(hdr.tokens), hdr.kinds
+    merges = [tuple(m.split(" ", 1)) for m in hdr.merges]
     vocab = {t: i for i, t in enumerate(tokens)}
     tok = Tokenizer(models.BPE(vocab, merges, fuse_unk=False, byte_fallback=False))
     tok.pre_tokenizer = pre_tokenizers.Sequence(
@@ -269,6 +290,7 @@ __all__ = [
     "MAX_TOKENS",
     "NORMS",
     "Config",
+    "Header",
     "HiddenStates",
     "NotInstalled",
     "SmolLM2",
@@ -276,6 +298,7 @@ __all__ = [
     "config",
     "encode",
     "gguf_path",
+    "header",
     "hidden_states",
     "layer_label",
     "model",
