@@ -396,3 +396,32 @@ def test_interventions_refuse_what_they_cannot_compute(offline: None) -> None:
         smollm2_massive.interventions(list(MASSIVE_TEXTS), "blk.40.attn_norm")
     with pytest.raises(ValueError, match="two tokens or more"):
         smollm2_massive.interventions(["Hi", "A dog slept."])
+
+
+def test_depth_curves_pool_every_real_token_and_grow_with_depth(offline: None) -> None:
+    """The pooled curves equal numpy's statistics over the sentences' own tokens (run one
+    by one: no padding anywhere), and the pre-norm stream grows: the median |x| entering
+    the last block is over 50 times the first's (measured 0.071 -> 10.7)."""
+    from normviz.pretrained import smollm2_massive
+
+    texts = ["Short one.", "This sentence is a good deal longer than the first one is."]
+    d = smollm2_massive.depth(texts)
+    for layer in ("blk.0.attn_norm", "blk.12.ffn_norm", "output_norm"):
+        alone = [smollm2.hidden_states([t], layer)[0][0].astype(np.float64) for t in texts]
+        x = np.concatenate(alone)  # (tokens, C)
+        r = smollm2.NORMS.index(layer)
+        rms = np.sqrt((x**2).mean(-1) + smollm2.config().eps)
+        assert d.max[r] == pytest.approx(np.abs(x).max(), rel=1e-5)
+        assert d.rms_max[r] == pytest.approx(rms.max(), rel=1e-5)
+        # torch's median is the lower middle value of an even count
+        assert d.median[r] == pytest.approx(float(torch.from_numpy(np.abs(x)).median()), rel=1e-4)
+        assert d.rms_median[r] == pytest.approx(float(torch.from_numpy(rms).median()), rel=1e-4)
+    first, last = smollm2.NORMS.index("blk.0.attn_norm"), smollm2.NORMS.index("blk.29.attn_norm")
+    assert d.median[last] > 50 * d.median[first]
+    # block 11's feed-forward writes the massive scalar (0-based names): before it, every
+    # |x| is under 1,000 (measured 717); from blk.12 on, over 4,000 (measured 8,292 or
+    # more) and its token's RMS over 6 times the median token's (measured 12 or more)
+    born = smollm2.NORMS.index("blk.12.attn_norm")
+    assert d.max[:born].max() < 1_000
+    assert d.max[born:60].min() > 4_000
+    assert (d.rms_max[born:60] > 6 * d.rms_median[born:60]).all()

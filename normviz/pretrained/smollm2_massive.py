@@ -4,6 +4,8 @@ A few scalars of a trained language model's residual stream are thousands of tim
 median: in SmolLM2 one dimension of the first token. This module computes, for the
 sentences given (never quoting a number):
 
+- `depth(texts)`: the median and largest |x| entering each norm and the RMS it divides
+  by, pooled over the sentences: the pre-norm stream's growth with depth;
 - `peaks(texts)`: for each of the 61 RMSNorms and each token, the largest |x| entering
   the norm, its dimension, and the RMS the norm divides that token by;
 - `find(peak, layer)`: the largest |x| entering one norm, where it sits, how many times
@@ -95,6 +97,43 @@ def _peaks(texts: list[str], ids: list[list[int]], taps: Taps) -> tuple[Peaks, .
             )
         )
     return tuple(out)
+
+
+@dataclass(frozen=True)
+class Depth:
+    """The stream entering each of the 61 norms, pooled over every sentence's own tokens:
+    how large it grows with depth (pre-norm: nothing rescales the residual stream)."""
+
+    median: np.ndarray  # (L,) the median |x| over all tokens and features
+    max: np.ndarray  # (L,) the largest |x|
+    rms_median: np.ndarray  # (L,) the median over tokens of the RMS the norm divides by
+    rms_max: np.ndarray  # (L,) the largest such RMS (from blk.12 on, the first token's)
+
+
+def depth(texts: Sequence[str], progress: Progress = None) -> Depth:
+    """The depth curves of the stream entering each norm, for `texts` (one pass).
+
+    Raises:
+        NotInstalled: the wheel is absent.
+        ValueError: no sentence.
+    """
+    texts = _check(texts)
+    with smollm2.GATE.enter(progress):
+        ids = smollm2.encode(texts)
+        taps = Taps(catch=NORMS, logits=False)
+        smollm2.run(ids, taps)
+    real = torch.zeros(len(ids), max(map(len, ids)), dtype=torch.bool)
+    for b, row in enumerate(ids):
+        real[b, : len(row)] = True  # the padding never enters
+    x = torch.stack([taps.caught[n][0][real] for n in NORMS]).double()  # (L, tokens, C)
+    rms = (x.square().mean(-1) + smollm2.config().eps).sqrt()  # (L, tokens)
+    mag = x.abs().flatten(1)
+    return Depth(
+        mag.median(1).values.numpy(),
+        mag.amax(1).numpy(),
+        rms.median(1).values.numpy(),
+        rms.amax(1).numpy(),
+    )
 
 
 @dataclass(frozen=True)
@@ -220,4 +259,4 @@ def _mean_of_others(x: torch.Tensor, ids: list[list[int]], b: int, t: int, d: in
     return float(np.mean(vals))
 
 
-__all__ = ["Intervention", "Massive", "Peaks", "find", "interventions", "peaks"]
+__all__ = ["Depth", "Intervention", "Massive", "Peaks", "depth", "find", "interventions", "peaks"]
