@@ -425,3 +425,21 @@ def test_depth_curves_pool_every_real_token_and_grow_with_depth(offline: None) -
     assert d.max[:born].max() < 1_000
     assert d.max[born:60].min() > 4_000
     assert (d.rms_max[born:60] > 6 * d.rms_median[born:60]).all()
+
+
+@pytest.mark.browser
+def test_axes_on_smollm2_in_a_browser(page, server) -> None:
+    """Chromium opens /axes on SmolLM2's stream (the server loads the model on this first
+    use): the real shape, the note and the page's charts, no exception."""
+    from urllib.parse import quote
+
+    from conftest import assert_no_exception, wait_done
+
+    page.goto(f"{server}/axes?data=smollm2&method=rms&text={quote(TEXT)}")
+    page.get_by_text("Contract card: RMSNorm").wait_for(timeout=300_000)
+    wait_done(page, timeout=120_000)
+    assert_no_exception(page)
+    shape = pretrained.RealInput("smollm2", smollm2.DEFAULT_LAYER, TEXT).shape
+    page.get_by_text(f"(B, T, C) = {shape}, fixed by").first.wait_for()
+    assert page.get_by_text("SmolLM2-135M-Instruct, Block 13 of 30").count() >= 1
+    assert page.locator(".js-plotly-plot").count() >= 1
