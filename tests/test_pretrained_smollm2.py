@@ -28,6 +28,7 @@ FACTS = {  # prompt: the model's top-1 next token
     "One, two, three,": " four",
 }
 _LOADED: list[bool] = []
+_PROGRESS: list[tuple[float, str]] = []  # what the first load reported
 
 
 @pytest.fixture(scope="session")
@@ -50,8 +51,9 @@ def offline() -> None:
     for fn in (smollm2.header, smollm2.model, smollm2.tokenizer):
         fn.cache_clear()
     try:
-        smollm2.model()
-        smollm2.tokenizer()
+        assert not smollm2.loaded()
+        smollm2.load(lambda fraction, text: _PROGRESS.append((fraction, text)))
+        assert smollm2.loaded()
         _LOADED.append(True)
         yield
     finally:
@@ -79,6 +81,14 @@ def test_the_header_gives_the_config_and_every_parameter_loads(offline: None) ->
     assert smollm2.layer_label("output_norm").startswith("Final norm")
     with pytest.raises(ValueError, match="not a SmolLM2 RMSNorm"):
         smollm2.layer_label("blk.30.attn_norm")
+
+
+def test_the_first_load_reports_its_progress(offline: None) -> None:
+    assert _PROGRESS[0] == (0.0, "Reading SmolLM2's GGUF file…")
+    fractions = [f for f, _ in _PROGRESS[1:]]
+    assert len(fractions) == 272 and fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert _PROGRESS[-1][1] == "Dequantizing SmolLM2's weights: tensor 272 of 272"
+    smollm2.load(lambda *a: pytest.fail("a loaded model reports nothing"))
 
 
 @pytest.mark.parametrize(

