@@ -239,7 +239,11 @@ def test_taps_edit_the_stream_and_stop_early(offline: None) -> None:
     assert not h.any() and not y.any()  # RMSNorm of zeros: zeros (ε keeps it finite)
 
 
-def test_bad_input_and_a_missing_wheel_get_clear_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_input_and_a_missing_wheel_get_clear_messages(
+    offline: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not smollm2.header().add_bos and smollm2.encode(["Hi"]) == [[26843]]
+    assert len(smollm2.encode(["word " * 500])[0]) == smollm2.MAX_TOKENS
     with pytest.raises(ValueError, match="no sentence"):
         smollm2.hidden_states(["  "], smollm2.DEFAULT_LAYER)
     with pytest.raises(ValueError, match="unknown SmolLM2 RMSNorm"):

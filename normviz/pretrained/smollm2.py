@@ -120,6 +120,7 @@ class Header:
     tokens: tuple[str, ...]  # the vocabulary, in byte-level spelling (Ġ: a space)
     kinds: tuple[int, ...]  # each token's type (1 normal, 3 control)
     merges: tuple[str, ...]  # the BPE merges, best first ("Ġ t")
+    add_bos: bool  # does a text start with the BOS token? (SmolLM2: no)
 
 
 @_once
@@ -153,6 +154,7 @@ def header() -> Header:
         tuple(field("tokenizer.ggml.tokens")),
         tuple(int(k) for k in field("tokenizer.ggml.token_type")),
         tuple(field("tokenizer.ggml.merges")),
+        bool(field("tokenizer.ggml.add_bos_token")),
     )
 
 
@@ -258,8 +260,9 @@ def tokenizer() -> Any:
 
 
 def encode(texts: Sequence[str]) -> list[list[int]]:
-    """Each text's token ids (no BOS: the header says not to add one), at most MAX_TOKENS."""
-    return [e.ids[:MAX_TOKENS] for e in tokenizer().encode_batch(list(texts))]
+    """Each text's token ids, at most MAX_TOKENS (a BOS first if the header says so)."""
+    bos = [config().bos] if header().add_bos else []
+    return [(bos + e.ids)[:MAX_TOKENS] for e in tokenizer().encode_batch(list(texts))]
 
 
 def run(ids: Sequence[Sequence[int]], taps: Taps | None = None) -> torch.Tensor | None:
