@@ -5,11 +5,13 @@ dequantized weights; the model completes pinned facts."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import re
 import socket
 import sys
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -31,13 +33,10 @@ _LOADED: list[bool] = []
 _PROGRESS: list[tuple[float, str]] = []  # what the first load reported
 
 
-@pytest.fixture(scope="session")
-def offline() -> None:
-    """Read the file and build the model and tokenizer with every socket refused (once
-    per session: later tests share the cached model)."""
-    if _LOADED:
-        yield
-        return
+@contextlib.contextmanager
+def no_network() -> Iterator[None]:
+    """Every socket connection refused inside the block (and the Hugging Face libraries
+    told they are offline)."""
     mp = pytest.MonkeyPatch()
 
     def refuse(*args: object, **kwargs: object) -> None:
@@ -48,16 +47,24 @@ def offline() -> None:
     mp.setattr(socket, "create_connection", refuse)
     mp.setenv("HF_HUB_OFFLINE", "1")
     mp.setenv("TRANSFORMERS_OFFLINE", "1")
-    for fn in (smollm2.header, smollm2.model, smollm2.tokenizer):
-        fn.cache_clear()
     try:
-        assert not smollm2.loaded()
-        smollm2.load(lambda fraction, text: _PROGRESS.append((fraction, text)))
-        assert smollm2.loaded()
-        _LOADED.append(True)
         yield
     finally:
         mp.undo()
+
+
+@pytest.fixture(scope="module")
+def offline() -> None:
+    """Read the file and build the model and tokenizer with the network refused, once
+    (later tests share the cached model; the network is back for the browser test)."""
+    if not _LOADED:
+        for fn in (smollm2.header, smollm2.model, smollm2.tokenizer):
+            fn.cache_clear()
+        assert not smollm2.loaded()
+        with no_network():
+            smollm2.load(lambda fraction, text: _PROGRESS.append((fraction, text)))
+        assert smollm2.loaded()
+        _LOADED.append(True)
 
 
 def test_the_header_gives_the_config_and_every_parameter_loads(offline: None) -> None:
@@ -191,7 +198,8 @@ def test_the_tokenizer_equals_transformers_gguf_tokenizer(offline: None) -> None
     from transformers import AutoTokenizer
 
     path = smollm2.gguf_path()
-    hf = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    with no_network():
+        hf = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     texts = ["The capital of France is", "In 2024, 12345 cats ran  away!\n\tOK?",
              "<|im_start|>user\nHi<|im_end|>", "naïve café — déjà vu",
              "x=3.14; y = 'it's'"]  # fmt: skip
