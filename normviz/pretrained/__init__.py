@@ -2,7 +2,7 @@
 
 One registry, `SOURCES`, beside the generators of `normviz.data`: each real source
 has a key (the URL's `data=`), a label, the layout it forces, its knobs (which
-layer; the text for MiniLM, the photos for EfficientNet) and a function giving the
+layer; the text for MiniLM and SmolLM2, the photos for EfficientNet) and a function giving the
 tensor with a short description. A `RealInput` names one real tensor (source and
 knob values): small, frozen and hashable like the pages' other setups, it holds no
 tensor; `build(inp)` makes it. The models import lazily, on first use.
@@ -46,7 +46,7 @@ class RealInput:
 
     source: str
     layer: str = ""  # "" : the source's default layer
-    text: str = ""  # MiniLM's sentences
+    text: str = ""  # MiniLM's or SmolLM2's sentences
     photo: str = ""
 
     @property
@@ -89,6 +89,8 @@ class RealSource:
     uses_text: bool = False
     uses_photo: bool = False
     shrink: str = "make an axis smaller"  # how to get under the element cap
+    # loads the model now, telling `progress(fraction, text)` (None: `make` loads it)
+    load: Callable[[Callable[[float, str], None]], None] | None = None
 
 
 def _lazy(module: str, name: str) -> Callable[..., Any]:
@@ -152,6 +154,37 @@ def _efficientnet(inp: RealInput, images: np.ndarray | None) -> RealTensor:
     return RealTensor(np.ascontiguousarray(x, dtype=np.float32), text)
 
 
+# ---- SmolLM2-135M ------------------------------------------------------------------------
+
+
+def _smollm2(inp: RealInput, images: np.ndarray | None) -> RealTensor:
+    from normviz.pretrained import minilm, smollm2
+
+    sentences = minilm.split_text(inp.text)  # the same limits as MiniLM's sentences
+    layer = inp.layer or smollm2.DEFAULT_LAYER
+    try:
+        x, info = smollm2.hidden_states(sentences, layer)
+    except ValueError as e:
+        raise NormConfigError(str(e)) from e
+    B, flat = len(sentences), [t for row in info.tokens for t in row]
+    bias = "" if f"{layer}.bias" in smollm2.tensor_types() else ", no bias added"
+    cut = (
+        f", each sentence cut to its first {info.T} tokens (the shortest sentence's length, "
+        "so no padding enters a statistic)"
+        if info.cropped
+        else f", {info.T} tokens each"
+    )
+    text = (
+        f"SmolLM2-135M-Instruct, {smollm2.layer_label(layer)} (module {layer}): the residual "
+        f"stream entering this RMSNorm (before normalization) for {B} "
+        f"sentence{'s' * (B != 1)}{cut}. Shape (B, T, C) = {x.shape}; the model divides each "
+        f"token by its root mean square over C, ε = {smollm2.config().eps:.0e}, then scales "
+        f"each feature by its weight (no mean is subtracted{bias})."
+        + (" In the tokens, Ġ marks a leading space." if any("Ġ" in t for t in flat) else "")
+    )
+    return RealTensor(x, text, info.tokens)
+
+
 SOURCES: dict[str, RealSource] = {
     s.key: s
     for s in (
@@ -181,6 +214,20 @@ SOURCES: dict[str, RealSource] = {
             _efficientnet,
             uses_photo=True,
             shrink="pick a later layer (smaller H and W)",
+        ),
+        RealSource(
+            "smollm2",
+            "SmolLM2 (real text, RMSNorm)",
+            "a pretrained pre-norm language model's residual stream entering one of its 61 "
+            "RMSNorms, for sentences you type",
+            "BTC",
+            _lazy("smollm2", "NORMS"),
+            _lazy("smollm2", "DEFAULT_LAYER"),
+            _lazy("smollm2", "layer_label"),
+            _smollm2,
+            uses_text=True,
+            shrink="use fewer or shorter sentences",
+            load=_lazy("smollm2", "load"),
         ),
     )
 }
