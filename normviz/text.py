@@ -95,10 +95,47 @@ def _flag(mod: nn.Module, *names: str) -> str:
     return "—"
 
 
+PROBE_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def rms_none_eps(dtype: torch.dtype) -> float:
+    """The eps nn.RMSNorm(eps=None) uses on a `dtype` input, measured, not assumed.
+
+    A constant input of √(float32 eps) tells the candidates apart: the output with
+    eps=None is compared with the outputs of each candidate eps passed explicitly.
+    """
+    cands = [torch.finfo(d).eps for d in (dtype, torch.float32, torch.float64)]
+    x = torch.full((1, 4), torch.finfo(torch.float32).eps ** 0.5, dtype=dtype)
+    with torch.no_grad():
+        want = nn.RMSNorm(4).to(dtype)(x)
+        for c in cands:
+            if torch.equal(nn.RMSNorm(4, eps=c).to(dtype)(x), want):
+                return c
+    raise RuntimeError(f"nn.RMSNorm(eps=None) on {dtype} matches none of {cands}")
+
+
+def and_join(words: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def rms_none_eps_text() -> str:
+    """What eps=None means per input dtype, grouped by the value torch actually uses."""
+    groups: dict[float, list[str]] = {}
+    for d in PROBE_DTYPES:
+        groups.setdefault(rms_none_eps(d), []).append(str(d).removeprefix("torch."))
+    names = {torch.finfo(d).eps: str(d).removeprefix("torch.") for d in PROBE_DTYPES[::-1]}
+    parts = [
+        f"{names[e]}'s machine epsilon, {e:.3g}, for {and_join(ds)} inputs"
+        for e, ds in groups.items()
+    ]
+    return "; ".join(parts)
+
+
 def eps_text(eps: float | None) -> str:
-    """A module's eps; None is the input dtype's machine epsilon, named with float32's."""
+    """A module's eps; for None, the value torch uses, measured per input dtype."""
     if eps is None:
-        return f"None: torch.finfo(dtype).eps ({torch.finfo(torch.float32).eps:.3g} in float32)"
+        return f"None: {rms_none_eps_text()}"
     return f"{eps:g}"
 
 
