@@ -207,7 +207,7 @@ def _torch_y(case: common.Case, x: torch.Tensor, gamma: float, beta: float) -> t
     C = case.shape[normviz.LAYOUTS[case.layout].channel_axis]
     w = torch.full((C,), gamma, dtype=torch.float64)
     if case.method == "rms":  # torch's RMSNorm has no β
-        return torch_reference("rms", case.layout, x, None, 1e-5, w, None) + beta
+        return torch_reference("rms", case.layout, x, None, 1e-5, w, None)
     b = torch.full((C,), beta, dtype=torch.float64)
     return torch_reference(case.method, case.layout, x, case.groups, 1e-5, w, b)
 
@@ -219,7 +219,11 @@ def test_compute_truth_matches_torch_and_tolerance_grades(seed: int) -> None:
     case = ex.case
     x = torch.tensor(ex.values, dtype=torch.float64).reshape(case.shape)
     gamma = float(ex.prompt.split("γ = ")[1].split(" ")[0])
-    beta = float(ex.prompt.split("β = ")[1].split(" ")[0])
+    if case.method == "rms":  # nn.RMSNorm has no bias: the exercise gives it none
+        assert "β = " not in ex.prompt and "β" not in ex.explanation[-1]
+        beta = 0.0
+    else:
+        beta = float(ex.prompt.split("β = ")[1].split(" ")[0])
     y = float(_torch_y(case, x, gamma, beta)[ex.marked])
     assert abs(float(ex.truth[0]) - y) < 1e-9
     tol = ex.tolerance[0]
@@ -227,6 +231,23 @@ def test_compute_truth_matches_torch_and_tolerance_grades(seed: int) -> None:
     assert grade(ex, str(y + 0.9 * tol)).correct
     assert not grade(ex, str(y + 1.5 * tol)).correct
     assert ex.explanation[-1].endswith(f"= {show.fmt(y)}.")
+
+
+def test_compute_rmsnorm_has_no_beta_seed_7() -> None:
+    """Issue 24 item 2: seed 7 graded "β = −1" → −2.604; nn.RMSNorm itself gives −1.604."""
+    ex = compute.make(7)
+    case = ex.case
+    assert case.method == "rms"
+    x = torch.tensor(ex.values, dtype=torch.float64).reshape(case.shape)
+    gamma = float(ex.prompt.split("γ = ")[1].split(" ")[0])
+    mod = nn.RMSNorm(case.shape[1:], eps=1e-5).double()
+    assert [n for n, _ in mod.named_parameters()] == ["weight"]
+    with torch.no_grad():
+        mod.weight.fill_(gamma)
+        y = float(mod(x)[ex.marked])
+    assert float(ex.truth[0]) == pytest.approx(y, abs=1e-12)
+    assert grade(ex, f"{y:.2f}").correct
+    assert "+ β" not in compute.INTRO.split("RMSNorm:")[1]
 
 
 # ---- 5: train or eval ------------------------------------------------------------------------
