@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from normviz import METHODS, practice
 from normviz.choose import guide
 from normviz.practice import cells, common, compute, count, naming, scenarios, show, traineval
 from normviz.practice.common import AnswerError, grade, parse_answer, pick
+from normviz.sources import cite
 
 ROOT_PAGES = Path(__file__).resolve().parent.parent / "pages"
 SEEDS = st.integers(0, 2**31 - 1)
@@ -352,6 +354,49 @@ def test_scenarios_agree_with_the_guide_and_the_registry() -> None:
     for question in scenarios.QUESTIONS:
         assert question.answer in dict(question.options)
         assert (ROOT_PAGES / f"{question.link[0]}.py").exists(), question.link
+
+
+def test_detection_scenario_says_what_mask_rcnn_did() -> None:
+    """Issue 24 item 3: published Mask R-CNN froze BatchNorm (as the guide says)."""
+    why = {q.key: q for q in scenarios.QUESTIONS}["detection"].why
+    guide_text = " ".join(guide.recommend(guide.Situation("detection", 2)).reasons)
+    assert "frozen" in guide_text and cite("he2017") in guide_text
+    for sentence in re.split(r"(?<!al)\. ", why):
+        if "Mask R-CNN" in sentence:
+            assert "froze" in sentence and cite("he2017") in sentence, sentence
+
+
+def test_gamma_beta_that_the_scenario_says_recover_the_input() -> None:
+    """Issue 24 item 4: the γ the text names gives x back through nn.BatchNorm1d exactly."""
+    why = {q.key: q for q in scenarios.QUESTIONS}["gamma"].why
+    named = re.search(r"\(γ = (.+?), β = μ recovers", why).group(1)
+    eps = 1e-5
+    x = 0.01 * torch.randn(64, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    mu, var = x.mean(0), x.var(0, unbiased=False)  # var ≈ 1e-4: ε is not negligible
+    gammas = {"σ": var.sqrt(), "√(σ² + ε)": (var + eps).sqrt()}
+    bn = nn.BatchNorm1d(3, eps=eps).double()
+    outs = {}
+    for k, g in gammas.items():
+        with torch.no_grad():
+            bn.weight.copy_(g)
+            bn.bias.copy_(mu)
+            outs[k] = float((bn.train()(x) - x).abs().max())
+    assert outs["√(σ² + ε)"] < 1e-12 < 1e-6 < outs["σ"]  # γ = σ leaves a leftover
+    assert outs[named] < 1e-12, named
+
+
+def test_train_eval_intro_names_every_module_whose_modes_differ() -> None:
+    """Issue 24 item 5: InstanceNorm with track_running_stats=True differs too (measured)."""
+    from normviz.choose import defaults
+
+    data = defaults.batches()
+    differ = [lab for lab, build in defaults.CONFIGS if defaults.train_eval_gap(build, data) > 1e-6]
+    assert "nn.InstanceNorm2d(C, track_running_stats=True)" in differ
+    for label in differ:
+        name = re.sub(r"[123]d$", "", label.split("(")[0].removeprefix("nn."))
+        assert name in traineval.INTRO, label
+        if "track_running_stats=True" in label:
+            assert f"{name} built with track_running_stats=True differs" in traineval.INTRO
 
 
 @pytest.mark.parametrize("seed", range(30))

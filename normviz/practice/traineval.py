@@ -21,9 +21,12 @@ from normviz.running import RunningStats
 
 SLUG = "train-eval"
 LABEL = "Train or eval"
+_DIFFER = [m.label for m in METHODS.values() if m.train_eval_differ]
 INTRO = (
-    "Training and evaluation differ for BatchNorm only: which statistics does a call use, "
-    "does a batch of one sample run, and where do the running statistics go?"
+    f"With torch's default flags, training and evaluation differ for {' and '.join(_DIFFER)} "
+    "only; the flag track_running_stats decides it (InstanceNorm built with "
+    "track_running_stats=True differs too, BatchNorm with False does not). Which statistics "
+    "does a call use, does a batch of one sample run, and where do the running statistics go?"
 )
 QUESTIONS = ("stats", "one", "running")
 STAT_OPTIONS = (
