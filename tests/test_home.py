@@ -181,6 +181,8 @@ def test_home_lists_every_source_once() -> None:
         "xiong2020": ("Xiong et al.", 2020, "2002.04745"),
         "wu2021": ("Wu & Johnson", 2021, "2105.07576"),
         "schneider2020": ("Schneider et al.", 2020, "2006.16971"),
+        "hoffer2017": ("Hoffer et al.", 2017, "1705.08741"),  # ghost batches (training lab)
+        "li2016": ("Li et al.", 2016, "1603.04779"),  # AdaBN (training lab)
     }
     for key, (authors, year, arxiv) in wanted.items():
         s = SOURCES[key]
@@ -193,3 +195,26 @@ def test_home_lists_every_source_once() -> None:
     assert "Sources" in shown
     for s in SOURCES.values():
         assert listed.count(f"*{s.title}*") == 1 and s.title in shown, s.key
+
+
+def test_every_paper_the_app_cites_is_in_the_sources() -> None:
+    """Issue 24 item 9: a citation written anywhere in the app's text ("Hoffer et al. 2017",
+    "Wu & He (2018)") names a paper of normviz.sources, so Home's list holds it."""
+    import re
+    from pathlib import Path
+
+    from normviz.sources import SOURCES
+
+    root = Path(__file__).resolve().parent.parent
+    files = [root / "app.py", root / "README.md", *root.glob("docs/*.md")]
+    files += [*root.glob("normviz/**/*.py"), *root.glob("ui/*.py"), *root.glob("pages/*.py")]
+    known = {(s.authors, s.year) for s in SOURCES.values()}
+    pattern = re.compile(r"\b([A-Z][\w-]+(?: et al\.| & [A-Z][\w-]+)),? \(?(\d{4})\b")
+    cited = {
+        (m.group(1), int(m.group(2)), f.relative_to(root).as_posix())
+        for f in files
+        for m in pattern.finditer(f.read_text(encoding="utf-8"))
+    }
+    assert {(a, y) for a, y, _ in cited} >= {("Hoffer et al.", 2017), ("Li et al.", 2016)}
+    missing = sorted(c for c in cited if c[:2] not in known)
+    assert not missing, missing
