@@ -575,3 +575,38 @@ def test_downloads_round_trip() -> None:
     back = pd.read_csv(io.BytesIO(csv_bytes(tab.table)))
     assert list(back.columns) == list(tab.table.columns)
     np.testing.assert_allclose(back["variance after"], tab.table["variance after"])
+
+
+@pytest.mark.parametrize("layout", ["BTC", "NCHW"])
+def test_feature_dims_batchnorm_note_follows_torch(layout: str) -> None:
+    """Issue 24 items 10 and 21: BatchNorm's per-channel γ (and β) can restore the outliers'
+    size (numbers from nn.BatchNorm); an all-equal range is not printed "1.00 and 1.00"."""
+    import re
+
+    from normviz.distributions import feature_dims as fd
+
+    shape = (8, 6, 16) if layout == "BTC" else (8, 16, 4, 4)
+    x = generate("outliers", layout, shape, seed=1).double()
+    res = fd.feature_dims(x.numpy(), layout)
+    note = fd.notes(res)[-1] if "batch" not in res.refused else ""
+    assert note.startswith("**BatchNorm**")
+    d = res.found.top[0]
+    # torch: BatchNorm with γ_c = √(σ_c² + ε) (and β_c = μ_c), in training mode
+    xt = x.transpose(1, 2) if layout == "BTC" else x
+    dims = [0, 2] if layout == "BTC" else [0, 2, 3]
+    mu, var = xt.mean(dims), xt.var(dims, unbiased=False)
+    C = shape[LAYOUTS[layout].channel_axis]
+    bn = (nn.BatchNorm1d if layout == "BTC" else nn.BatchNorm2d)(C).double()
+    ratios = []
+    for beta in (torch.zeros_like(mu), mu):
+        with torch.no_grad():
+            bn.weight.copy_((var + 1e-5).sqrt())
+            bn.bias.copy_(beta)
+            y = bn.train()(xt)
+        rms = y.transpose(0, 1).reshape(y.shape[1], -1).square().mean(1).sqrt()
+        ratios.append(float(rms[d]) / float(np.median(rms.numpy())))  # against the median
+    said = re.search(r"returns to (\d+)× the median; .* to (\d+)×", note)
+    assert said, note
+    assert [int(v) for v in said.groups()] == [round(r) for r in ratios]
+    assert "γ" in note and "per channel" in note
+    assert not re.search(r"between (\S+) and \1\b", note), note
