@@ -168,7 +168,13 @@ def torch_defaults_table() -> pd.DataFrame:
 
 def formula_note() -> str:
     """What the methods share and where RMSNorm leaves the formula, from torch's modules."""
-    rms = ", ".join(parameter_names("rms"))
+    sym = {"weight": "γ", "bias": "β"}
+    names = [f"{n}, its {sym[n]}" if n in sym else n for n in parameter_names("rms")]
+    learned = (
+        f"torch's nn.RMSNorm has one learned tensor, {names[0]}"
+        if len(names) == 1
+        else f"torch's nn.RMSNorm learns {and_join(names) or 'nothing'}"
+    )
     shared = [METHODS[k].label for k in shared_keys()]
     bare = [METHODS[k].label for k in shared_keys() if not parameter_names(k)]
     off = (
@@ -181,7 +187,7 @@ def formula_note() -> str:
         f"{', '.join(shared[:-1])} and {shared[-1]} compute exactly this formula{off}; they "
         "differ only in **which values are pooled to get μ and σ²**. RMSNorm also changes "
         "the formula: it subtracts no mean, divides by the root mean square, and has no β "
-        f"(torch's nn.RMSNorm learns only: {rms})."
+        f"({learned})."
     )
 
 

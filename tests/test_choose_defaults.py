@@ -112,3 +112,23 @@ def test_the_sections_are_on_the_page_in_order() -> None:
     slugs = [s.slug for s in SECTIONS]
     assert slugs.index("tables") + 1 == slugs.index("train-eval")  # "the next section"
     assert "torch-defaults" in slugs
+
+
+def _depth(text: str) -> int:
+    """How deeply parentheses nest in `text`."""
+    depth = deepest = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_no_table_cell_nests_parentheses() -> None:
+    """Issue 24 item 21: the BatchNorm row read "yes (with … True (with False, …))"."""
+    for df in (contract_table(), compare.comparison_table(), torch_defaults_table()):
+        for method, row in df.iterrows():
+            for col, value in row.items():
+                assert _depth(str(value)) <= 1, (method, col, value)
+    # the flag's two settings are still both named, and the rows still say which is default
+    bn = contract_table().loc["BatchNorm", "train ≠ eval"]
+    assert bn.startswith("yes (") and "track_running_stats=True" in bn and "False" in bn
