@@ -610,3 +610,27 @@ def test_feature_dims_batchnorm_note_follows_torch(layout: str) -> None:
     assert [int(v) for v in said.groups()] == [round(r) for r in ratios]
     assert "γ" in note and "per channel" in note
     assert not re.search(r"between (\S+) and \1\b", note), note
+
+
+@pytest.mark.parametrize("data", ["outliers", "channels"])
+def test_the_gamma_turn_claim_follows_the_chart(data: str) -> None:
+    """Issue 24 item 16: on step 4's data (outliers, the default shape) the random-γ bars
+    sit on the γ = 1 bar (smallest cosine 0.9991): the note must not say the chart shows
+    a turn. The bars are read off the figure; the cosines come from torch's nn.RMSNorm."""
+    from normviz.distributions.setup import Generated, Setup
+
+    src = Generated(data, "BTC", (4, 6, 8), 0)
+    setup = Setup(src, contract("layer", "BTC", src.shape), 1e-5, 2, 0)
+    res = rms_section.SECTION.run(setup, {}, no_progress)
+    x = src.tensor()
+    y = torch_norm(x, "rms", "BTC", weight=res.cosine.gamma)
+    cos = nn.functional.cosine_similarity(x.reshape(-1, 8).double(), y.reshape(-1, 8).double())
+    np.testing.assert_allclose(res.cosine.rms_gamma, cos, atol=1e-5)
+    fig = rms_section.SECTION.figure(res, False)
+    ys = {t.name: list(t.y) for t in fig.data}
+    apart = ys["RMSNorm, γ = 1"] != ys["RMSNorm, random γ"]
+    note = rms_section.SECTION.notes(res)[0]
+    assert f"**{float(cos.min()):.4f}**" in note
+    assert ("sit apart" in note) == apart and ("sit on the γ = 1 bar" in note) == (not apart)
+    assert apart == (data == "channels")  # the two cases this test is about
+    assert "third histogram" not in rms_section.INTRO and "third series" in rms_section.INTRO
