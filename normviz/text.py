@@ -191,6 +191,22 @@ def formula_note() -> str:
     )
 
 
+def why_normalize() -> str:
+    """Home's opening paragraph; the methods that do not centre are named from the registry."""
+    uncentred = and_join([METHODS[k].label for k in STANDARD_METHODS if not METHODS[k].centred])
+    return (
+        "A deep network feeds each layer the output of the layer before it. While the "
+        "earlier layers learn, the numbers they pass on keep drifting in scale and centre, "
+        "so every later layer is aiming at a moving target. A **normalization layer** "
+        "re-centres and re-scales activations to mean 0 and variance 1 over each group of "
+        f"values it pools, except {uncentred}, which only re-scales: it subtracts no mean and "
+        "divides by the root mean square, so its output has mean square 1, not mean 0. "
+        "Then the network picks the scale it actually wants with learned vectors, γ and β "
+        f"({uncentred}: γ only). Training gets steadier, tolerates larger learning rates and "
+        "cares less about initialization."
+    )
+
+
 def shared_keys() -> tuple[str, ...]:
     """The standard methods that subtract the mean (every one but RMSNorm)."""
     return tuple(k for k in STANDARD_METHODS if METHODS[k].centred)

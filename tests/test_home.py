@@ -219,3 +219,35 @@ def test_every_paper_the_app_cites_is_in_the_sources() -> None:
     assert {(a, y) for a, y, _ in cited} >= {("Hoffer et al.", 2017), ("Li et al.", 2016)}
     missing = sorted(c for c in cited if c[:2] not in known)
     assert not missing, missing
+
+
+def test_the_opening_says_which_layers_centre() -> None:
+    """Issue 24 item 19: "re-centres … to mean 0 and variance 1" is false of RMSNorm; the
+    sentence names the exception, and torch's modules agree with each part of it."""
+    import torch
+    from torch import nn
+
+    from normviz import STANDARD_METHODS, text
+    from normviz.methods import METHODS
+
+    para = text.why_normalize()
+    x = 3.0 + 2.0 * torch.randn(64, 16, generator=torch.Generator().manual_seed(0))
+    built = {"layer": nn.LayerNorm(16), "rms": nn.RMSNorm(16), "batch": nn.BatchNorm1d(16)}
+    for key, mod in built.items():
+        with torch.no_grad():
+            y = mod(x)
+        dim = 0 if key == "batch" else 1  # the axis each one pools here
+        mean, meansq = y.mean(dim), y.square().mean(dim)
+        named = f"except {METHODS[key].label}, which only re-scales" in para
+        assert named == (key == "rms"), key
+        if named:  # uncentred: mean square 1, mean far from 0
+            assert torch.allclose(meansq, torch.ones_like(meansq), atol=1e-3)
+            assert (mean.abs() > 0.5).all()
+            assert f"({METHODS[key].label}: γ only)" in para
+            assert [n for n, _ in mod.named_parameters()] == ["weight"]
+        else:
+            assert torch.allclose(mean, torch.zeros_like(mean), atol=1e-5)
+            assert torch.allclose(y.var(dim, unbiased=False), torch.ones_like(mean), atol=1e-3)
+    assert {k for k in STANDARD_METHODS if not METHODS[k].centred} == {"rms"}
+    assert "re-centres and re-scales activations to mean 0 and variance 1, then" not in para
+    assert para in texts(run_app())
