@@ -176,6 +176,37 @@ def test_cells_grid_names_marked_picked_missed_and_extra_cells() -> None:
     assert verdict.missed or verdict.extra  # the test grades a wrong answer
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_cells_one_count_and_one_rule_for_the_marked_cell(seed: int) -> None:
+    """Issue 24 item 20 / issue 26 item 6: feedback, answer and tally count the same cells,
+    the marked cell's group without the marked cell, which is given (picking it is said)."""
+    ex = cells.make(seed)
+    marked = int(np.ravel_multi_index(ex.marked, ex.case.shape))
+    ids = ex.case.ids()  # group_ids, checked against torch by the tests above
+    others = [i for i in np.flatnonzero(ids.reshape(-1) == ids[ex.marked]) if i != marked]
+    n = len(others)
+    plain = grade(ex, ",".join(map(str, others)))
+    with_marked = grade(ex, ",".join(map(str, [*others, marked])))
+    assert plain.correct and with_marked.correct
+    counts = {
+        "answer": re.search(r"the (\d+) other cells?", ex.answer_text),
+        "feedback": re.search(r"Correct: (?:all )?(?:the )?(\d+) other cells?", plain.headline),
+        "explanation": re.search(r"the (\d+) others to pick", ex.explanation[0]),
+    }
+    assert {k: int(m.group(1)) for k, m in counts.items() if m} == dict.fromkeys(counts, n)
+    assert f"({n + 1} with the marked cell, which is given)" in ex.answer_text
+    assert plain.note == "" and with_marked.note == common.GIVEN_NOTE
+    assert with_marked.note in with_marked.message and plain.message == plain.headline
+    # the tally: both right answers land in one "right" row, a miss in a row that says so
+    missing = ",".join(map(str, others[1:]))
+    answers = {",".join(map(str, others)): 2, ",".join(map(str, [*others, marked])): 3}
+    rows = practice.tally(ex, {**answers, missing: 1})
+    right = [r for r in rows if r.correct]
+    assert len(right) == 1 and right[0].count == 5
+    wrong = [r for r in rows if not r.correct]
+    assert [(r.label, r.count) for r in wrong] == [("1 missed", 1)]
+
+
 # ---- 3: count ------------------------------------------------------------------------------
 
 
