@@ -1,0 +1,106 @@
+"""Every Python snippet the app shows runs as shown (issue 24 item 11).
+
+A snippet may name its inputs in a comment of its own ("# x: (B, T, C) = (4, 6, 8)",
+"# model: the nn.Module you train"); each is executed in a fresh namespace holding
+only those inputs, and what it builds is checked against torch. The first test keeps
+the list complete: every place in normviz/ and ui/ that shows code must be collected here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from normviz import LAYOUTS, METHODS, STANDARD_METHODS, contract, normalize
+from normviz.axes import code as axes_code
+from normviz.choose import model_audit, zoo
+from normviz.sections import no_progress
+
+ROOT = Path(__file__).resolve().parent.parent
+# the modules that hand a snippet to the page (an Extra of kind "code"), and who collects it
+SNIPPET_SITES = {"normviz/axes/code.py", "normviz/choose/model_audit.py"}
+INPUT = re.compile(r"^# (\w+): (.*)$", re.M)
+
+
+def _sources() -> list[Path]:
+    return [*ROOT.glob("normviz/**/*.py"), *ROOT.glob("ui/*.py"), *ROOT.glob("pages/*.py")]
+
+
+def test_every_place_that_shows_code_is_collected() -> None:
+    sites = {
+        f.relative_to(ROOT).as_posix()
+        for f in _sources()
+        if re.search(r"""Extra\(\s*["']code["']""", f.read_text(encoding="utf-8"))
+    }
+    assert sites == SNIPPET_SITES
+    for f in _sources():
+        body = f.read_text(encoding="utf-8")
+        assert "```" not in body, f"{f}: a fenced snippet that no test runs"
+        for call in re.findall(r"st\.code\(([^\n]*)\)", body):
+            # ui/runner.py draws the Extras collected here; other st.code calls show a
+            # link or a key, which are not Python
+            assert f.name == "runner.py" or "language=None" in call, (f, call)
+
+
+def _axes_snippets() -> list[tuple[str, str]]:
+    out = []
+    for layout, lay in LAYOUTS.items():
+        shape = tuple(lay.defaults[a] for a in lay.axes)
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
+        cons = [
+            contract(m, layout, shape, 2 if METHODS[m].grouped else None)
+            for m in STANDARD_METHODS
+        ]
+        pooled = ",".join(lay.axes[1:])
+        cons += [contract("custom", layout, shape, axes=pooled, centred=c) for c in (True, False)]
+        for con in cons:
+            extras = axes_code.extras(axes_code.verify(x, con))
+            (snippet,) = [e.body for e in extras if e.kind == "code"]
+            tail = "" if con.centred else " uncentred"
+            out.append((f"axes {layout} {con.method}{tail}", snippet))
+    return out
+
+
+AXES = _axes_snippets()
+
+
+def _inputs(snippet: str) -> dict[str, str]:
+    return dict(INPUT.findall(snippet))
+
+
+@pytest.mark.parametrize(("label", "snippet"), AXES, ids=[a for a, _ in AXES])
+def test_axes_snippets_run_and_agree_with_normalize(label: str, snippet: str) -> None:
+    inputs = _inputs(snippet)
+    assert set(inputs) == {"x"}, inputs
+    shape = tuple(int(v) for v in inputs["x"].split("= (")[1].rstrip(")").split(","))
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    scope: dict[str, object] = {"x": x}  # a fresh namespace: the declared input only
+    with torch.no_grad():
+        exec(compile(snippet, label, "exec"), scope)
+    y = scope["y"]
+    assert isinstance(y, torch.Tensor) and y.shape == x.shape
+    _, layout, method, *rest = label.split()
+    axes = ",".join(LAYOUTS[layout].axes[1:]) if method == "custom" else None
+    groups = 2 if METHODS[method].grouped else None
+    want = normalize(x, method, layout, groups=groups, axes=axes, centred=not rest).output
+    torch.testing.assert_close(y, want, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("key", list(zoo.ZOO))
+def test_the_optimizer_recipe_runs_as_shown(key: str) -> None:
+    res = model_audit.INSPECT.run(None, {"model": key}, no_progress)
+    (snippet,) = [e.body for e in model_audit.INSPECT.extras(res) if e.kind == "code"]
+    assert set(_inputs(snippet)) == {"model"}
+    torch.manual_seed(0)
+    model = zoo.ZOO[key].build()
+    scope: dict[str, object] = {"model": model}  # no torch here: the snippet imports it
+    exec(compile(snippet, f"optimizer recipe for {key}", "exec"), scope)
+    opt = scope["optimizer"]
+    assert isinstance(opt, torch.optim.AdamW)
+    sizes = [int(n) for n in re.findall(r"# (\d+) tensors", snippet)]
+    assert [len(g["params"]) for g in opt.param_groups] == sizes
+    assert [g["weight_decay"] for g in opt.param_groups] == [0.01, 0.0]
+    assert sum(sizes) == len(list(model.parameters()))
