@@ -104,3 +104,32 @@ def test_the_optimizer_recipe_runs_as_shown(key: str) -> None:
     assert [len(g["params"]) for g in opt.param_groups] == sizes
     assert [g["weight_decay"] for g in opt.param_groups] == [0.01, 0.0]
     assert sum(sizes) == len(list(model.parameters()))
+
+
+# ---- code inside sentences: the train-or-eval exercise's three statements ------------------
+
+
+@pytest.mark.parametrize("seed", range(80))
+def test_the_train_eval_code_runs_as_its_answer_says(seed: int) -> None:
+    """The exercise's statements, run in order with the usual imports: they run when the
+    answer says the call runs (and for every "which statistics" question), and torch
+    refuses them when it says no. A BTC input reaches a channel-first module transposed."""
+    from normviz.practice import traineval
+
+    ex = traineval.make(seed)
+    if not ex.prompt.startswith("`norm = "):
+        return  # the running-mean question shows no code
+    statements = re.findall(r"`([^`]+)`", ex.prompt)
+    shape = tuple(int(v) for v in ex.prompt.split("= (")[-1].split(")")[0].split(","))
+    scope: dict[str, object] = {"x": 3 + 2 * torch.randn(shape)}
+    code = "import torch\nfrom torch import nn\n" + "\n".join(statements)
+    runs = ex.truth != ("no",)
+    try:
+        with torch.no_grad():
+            exec(compile(code, f"train-eval {seed}", "exec"), scope)
+    except ValueError:
+        assert not runs, (ex.prompt, ex.truth)
+        return
+    assert runs, (ex.prompt, ex.truth)
+    if "y" in scope:
+        assert scope["y"].shape == shape  # type: ignore[attr-defined]
