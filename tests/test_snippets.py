@@ -8,6 +8,8 @@ the list complete: every place in normviz/ and ui/ that shows code must be colle
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from pathlib import Path
 
@@ -15,14 +17,17 @@ import pytest
 import torch
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, contract, normalize
+from normviz import axes as axes_page
 from normviz.axes import code as axes_code
 from normviz.choose import model_audit, zoo
 from normviz.sections import no_progress
 
 ROOT = Path(__file__).resolve().parent.parent
-# the modules that hand a snippet to the page (an Extra of kind "code"), and who collects it
-SNIPPET_SITES = {"normviz/axes/code.py", "normviz/choose/model_audit.py"}
+# the modules that hand a snippet to the page (an Extra of kind "code"); each is collected
+# by a test below (axes/reshape.py's once that section is on the branch)
+SNIPPET_SITES = {"normviz/axes/code.py", "normviz/choose/model_audit.py", "normviz/axes/reshape.py"}
 INPUT = re.compile(r"^# (\w+): (.*)$", re.M)
+SHAPE = re.compile(r"= \(([\d, ]+)\)")  # "(B, T, C) = (4, 6, 8)" -> "4, 6, 8"
 
 
 def _sources() -> list[Path]:
@@ -35,7 +40,7 @@ def test_every_place_that_shows_code_is_collected() -> None:
         for f in _sources()
         if re.search(r"""Extra\(\s*["']code["']""", f.read_text(encoding="utf-8"))
     }
-    assert sites == SNIPPET_SITES
+    assert sites == {p for p in SNIPPET_SITES if (ROOT / p).exists()}
     for f in _sources():
         body = f.read_text(encoding="utf-8")
         assert "```" not in body, f"{f}: a fenced snippet that no test runs"
@@ -71,11 +76,15 @@ def _inputs(snippet: str) -> dict[str, str]:
     return dict(INPUT.findall(snippet))
 
 
+def _shape(declared: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in SHAPE.search(declared).group(1).split(","))  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(("label", "snippet"), AXES, ids=[a for a, _ in AXES])
 def test_axes_snippets_run_and_agree_with_normalize(label: str, snippet: str) -> None:
     inputs = _inputs(snippet)
     assert set(inputs) == {"x"}, inputs
-    shape = tuple(int(v) for v in inputs["x"].split("= (")[1].rstrip(")").split(","))
+    shape = _shape(inputs["x"])
     x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
     scope: dict[str, object] = {"x": x}  # a fresh namespace: the declared input only
     with torch.no_grad():
@@ -90,20 +99,57 @@ def test_axes_snippets_run_and_agree_with_normalize(label: str, snippet: str) ->
 
 
 @pytest.mark.parametrize("key", list(zoo.ZOO))
-def test_the_optimizer_recipe_runs_as_shown(key: str) -> None:
+def test_the_model_audit_snippets_run_as_shown(key: str) -> None:
+    """Every code block of the model audit, the optimizer recipe among them, runs in a
+    fresh namespace holding only what it declares (the recipe: `model`)."""
     res = model_audit.INSPECT.run(None, {"model": key}, no_progress)
-    (snippet,) = [e.body for e in model_audit.INSPECT.extras(res) if e.kind == "code"]
-    assert set(_inputs(snippet)) == {"model"}
-    torch.manual_seed(0)
-    model = zoo.ZOO[key].build()
-    scope: dict[str, object] = {"model": model}  # no torch here: the snippet imports it
-    exec(compile(snippet, f"optimizer recipe for {key}", "exec"), scope)
-    opt = scope["optimizer"]
-    assert isinstance(opt, torch.optim.AdamW)
-    sizes = [int(n) for n in re.findall(r"# (\d+) tensors", snippet)]
-    assert [len(g["params"]) for g in opt.param_groups] == sizes
-    assert [g["weight_decay"] for g in opt.param_groups] == [0.01, 0.0]
-    assert sum(sizes) == len(list(model.parameters()))
+    snippets = [e.body for e in model_audit.INSPECT.extras(res) if e.kind == "code"]
+    recipes = 0
+    for i, snippet in enumerate(snippets):
+        inputs = _inputs(snippet)
+        assert set(inputs) <= {"model"}, inputs
+        torch.manual_seed(0)
+        model = zoo.ZOO[key].build()
+        scope: dict[str, object] = {"model": model} if inputs else {}  # no torch: it imports it
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(compile(snippet, f"model audit {key} #{i}", "exec"), scope)
+        if "optimizer" not in scope:
+            continue
+        recipes += 1  # the recipe: its two groups are the sizes its comments state
+        opt = scope["optimizer"]
+        assert isinstance(opt, torch.optim.AdamW)
+        sizes = [int(n) for n in re.findall(r"# (\d+) tensors", snippet)]
+        assert [len(g["params"]) for g in opt.param_groups] == sizes
+        assert [g["weight_decay"] for g in opt.param_groups] == [0.01, 0.0]
+        assert sum(sizes) == len(list(model.parameters()))
+    assert recipes == 1
+
+
+def test_the_groupnorm_reshape_snippets_run_as_shown() -> None:
+    """/axes' GroupNorm-as-a-reshape code, for both layouts and several G: run in a fresh
+    namespace with its declared x, it matches nn.GroupNorm (the oracle) and normalize()."""
+    if not (ROOT / "normviz/axes/reshape.py").exists():
+        assert "reshape" not in {s.slug for s in axes_page.SECTIONS}
+        return  # the section is not on this branch: nothing shows this code
+    from normviz.axes import reshape
+
+    ran = 0
+    for layout, shape in (("NCHW", (4, 6, 4, 4)), ("BTC", (4, 6, 8))):
+        for groups in (1, 2, shape[LAYOUTS[layout].channel_axis]):
+            x = torch.randn(shape, generator=torch.Generator().manual_seed(groups))
+            snippet = reshape.check(x, layout, groups).code
+            inputs = _inputs(snippet)
+            assert set(inputs) == {"x"} and _shape(inputs["x"]) == shape, inputs
+            scope: dict[str, object] = {"x": x}
+            with torch.no_grad():
+                exec(compile(snippet, f"reshape {layout} G={groups}", "exec"), scope)
+                C = shape[LAYOUTS[layout].channel_axis]
+                gn = torch.nn.GroupNorm(groups, C, affine=False)
+                want = gn(x.transpose(1, 2)).transpose(1, 2) if layout == "BTC" else gn(x)
+            torch.testing.assert_close(scope["y"], want, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(scope["y_torch"], want)
+            ran += 1
+    assert ran == 6
 
 
 # ---- code inside sentences: the train-or-eval exercise's three statements ------------------
