@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import torch
 from torch import nn
@@ -98,6 +100,7 @@ def _flag(mod: nn.Module, *names: str) -> str:
 PROBE_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
+@functools.lru_cache(maxsize=8)  # pure: one probe per dtype and process
 def rms_none_eps(dtype: torch.dtype) -> float:
     """The eps nn.RMSNorm(eps=None) uses on a `dtype` input, measured, not assumed.
 
