@@ -179,3 +179,16 @@ def test_the_train_eval_code_runs_as_its_answer_says(seed: int) -> None:
     assert runs, (ex.prompt, ex.truth)
     if "y" in scope:
         assert scope["y"].shape == shape  # type: ignore[attr-defined]
+
+
+def test_the_defaults_table_constructors_build_what_it_describes() -> None:
+    """/choose's "built as" column is code too: each call builds the module the row reads."""
+    from torch import nn
+
+    from normviz.text import default_module, torch_defaults_table
+
+    table = torch_defaults_table()
+    for key in STANDARD_METHODS:
+        call = table.loc[METHODS[key].label, "built as"]
+        built = eval(call, {"__builtins__": {}, "nn": nn})  # our own table text, not user text
+        assert repr(built) == repr(default_module(key)), call
