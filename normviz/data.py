@@ -20,6 +20,11 @@ class Generator:
     description: str
     fn: Callable[[np.random.Generator, tuple[int, ...], int], np.ndarray]  # (rng, shape, c_axis)
     layouts: tuple[str, ...] = ("BTC", "NCHW")
+    at_channels: Callable[[int], str] | None = None  # the description at C channels, if it varies
+
+    def describe(self, C: int) -> str:
+        """The description for an input with C channels (what the generator makes there)."""
+        return self.at_channels(C) if self.at_channels else self.description
 
 
 def _channel_view(shape: tuple[int, ...], c_axis: int) -> tuple[int, ...]:
@@ -63,21 +68,40 @@ def _heavy(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarr
     return z / np.sqrt(chi2 / HEAVY_DF)
 
 
+OUTLIER_EVERY = 16  # one outlier channel per this many channels, at least one
+OUTLIER_CENTRE = (20.0, 60.0)  # |mean| of an outlier channel, drawn uniformly
+OUTLIER_SPREAD = 5.0  # standard deviation of an outlier channel (the others: 1)
+
+
 def n_outlier_channels(C: int) -> int:
     """How many outlier channels the "outliers" generator makes: 1 per 16, at least 1."""
-    return max(1, C // 16)
+    return max(1, C // OUTLIER_EVERY)
+
+
+def _outlier_words(n: str) -> str:
+    lo, hi = OUTLIER_CENTRE
+    return (
+        f"N(0, 1) except {n}, whose values have mean ±{lo:g}…{hi:g} and spread "
+        f"{OUTLIER_SPREAD:g}, as in transformer activations"
+    )
+
+
+def outliers_at(C: int) -> str:
+    """The "outliers" generator at C channels, in words computed from what it draws."""
+    n = n_outlier_channels(C)
+    return _outlier_words(f"{n} of the {C} channels" if n > 1 else f"one of the {C} channels")
 
 
 def _outliers(rng: np.random.Generator, shape: tuple[int, ...], c: int) -> np.ndarray:
-    """N(0, 1), except n_outlier_channels(C) channels sitting at ±20…60 (RMS ≥ 15× the rest)."""
+    """N(0, 1), except n_outlier_channels(C) channels at ±20…60 with spread 5."""
     # Trained transformers show a few feature dimensions with huge, persistent values;
     # they dominate every statistic that pools over features (LayerNorm, RMSNorm).
     C = shape[c]
     x = _noise(rng, shape)
     idx = rng.choice(C, n_outlier_channels(C), replace=False)
     big = np.zeros(C)
-    big[idx] = rng.choice([-1.0, 1.0], idx.size) * rng.uniform(20.0, 60.0, idx.size)
-    spread = np.where(big != 0, 5.0, 1.0)
+    big[idx] = rng.choice([-1.0, 1.0], idx.size) * rng.uniform(*OUTLIER_CENTRE, idx.size)
+    spread = np.where(big != 0, OUTLIER_SPREAD, 1.0)
     return _per_channel(big, shape, c) + _per_channel(spread, shape, c) * x
 
 
@@ -159,8 +183,9 @@ GENERATORS: dict[str, Generator] = {
         Generator(
             "outliers",
             "Outlier channels",
-            "N(0, 1) except one channel in 16 sitting at ±20…60, as in transformer activations",
+            _outlier_words(f"one channel in {OUTLIER_EVERY} (at least one)"),
             _outliers,
+            at_channels=outliers_at,
         ),
         Generator(
             "sample_scale",
@@ -207,6 +232,7 @@ __all__ = [
     "Generator",
     "generate",
     "n_outlier_channels",
+    "outliers_at",
     "sample_scales",
     "smooth_length",
 ]

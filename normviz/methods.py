@@ -49,8 +49,8 @@ METHODS: dict[str, Method] = {
             reduces={"BTC": ("B", "T"), "NCHW": ("N", "H", "W")},
             batch_dependent=True,
             train_eval_differ=True,
-            train_eval_note="with torch's default track_running_stats=True (with False, "
-            "evaluation uses batch statistics too)",
+            train_eval_note="with torch's default track_running_stats=True; with False, "
+            "evaluation uses batch statistics too",
             stat_noun="channel",
             needs_two_in_training=True,
             torch_module={
@@ -85,8 +85,8 @@ METHODS: dict[str, Method] = {
             summary="one mean and variance per sample and channel, over positions only",
             reduces={"BTC": ("T",), "NCHW": ("H", "W")},
             stat_noun="instance",
-            train_eval_note="with torch's default track_running_stats=False (with True, "
-            "evaluation uses running statistics and differs from training)",
+            train_eval_note="with torch's default track_running_stats=False; with True, "
+            "evaluation uses running statistics and differs from training",
             needs_two_in_training=True,
             torch_module={
                 "BTC": "nn.InstanceNorm1d({C}, eps={eps})",

@@ -73,6 +73,15 @@ SOURCES: dict[str, Source] = {
             "1603.05027",
         ),
         Source(
+            "li2016",
+            "Li et al.",
+            "Yanghao Li, Naiyan Wang, Jianping Shi, Jiaying Liu, Xiaodi Hou",
+            2016,
+            "Revisiting Batch Normalization For Practical Domain Adaptation",
+            "arXiv preprint",
+            "1603.04779",
+        ),
+        Source(
             "he2017",
             "He et al.",
             "Kaiming He, Georgia Gkioxari, Piotr Dollár, Ross Girshick",
@@ -80,6 +89,16 @@ SOURCES: dict[str, Source] = {
             "Mask R-CNN",
             "ICCV 2017",
             "1703.06870",
+        ),
+        Source(
+            "hoffer2017",
+            "Hoffer et al.",
+            "Elad Hoffer, Itay Hubara, Daniel Soudry",
+            2017,
+            "Train longer, generalize better: closing the generalization gap in large batch "
+            "training of neural networks",
+            "NeurIPS 2017",
+            "1705.08741",
         ),
         Source(
             "wu2018",

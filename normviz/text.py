@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 import torch
 from torch import nn
@@ -95,10 +97,48 @@ def _flag(mod: nn.Module, *names: str) -> str:
     return "—"
 
 
+PROBE_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+@functools.lru_cache(maxsize=8)  # pure: one probe per dtype and process
+def rms_none_eps(dtype: torch.dtype) -> float:
+    """The eps nn.RMSNorm(eps=None) uses on a `dtype` input, measured, not assumed.
+
+    A constant input of √(float32 eps) tells the candidates apart: the output with
+    eps=None is compared with the outputs of each candidate eps passed explicitly.
+    """
+    cands = [torch.finfo(d).eps for d in (dtype, torch.float32, torch.float64)]
+    x = torch.full((1, 4), torch.finfo(torch.float32).eps ** 0.5, dtype=dtype)
+    with torch.no_grad():
+        want = nn.RMSNorm(4).to(dtype)(x)
+        for c in cands:
+            if torch.equal(nn.RMSNorm(4, eps=c).to(dtype)(x), want):
+                return c
+    raise RuntimeError(f"nn.RMSNorm(eps=None) on {dtype} matches none of {cands}")
+
+
+def and_join(words: list[str]) -> str:
+    """"a", "a and b", "a, b and c"."""
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
+def rms_none_eps_text() -> str:
+    """What eps=None means per input dtype, grouped by the value torch actually uses."""
+    groups: dict[float, list[str]] = {}
+    for d in PROBE_DTYPES:
+        groups.setdefault(rms_none_eps(d), []).append(str(d).removeprefix("torch."))
+    names = {torch.finfo(d).eps: str(d).removeprefix("torch.") for d in PROBE_DTYPES[::-1]}
+    parts = [
+        f"{names[e]}'s machine epsilon, {e:.3g}, for {and_join(ds)} inputs"
+        for e, ds in groups.items()
+    ]
+    return "; ".join(parts)
+
+
 def eps_text(eps: float | None) -> str:
-    """A module's eps; None is the input dtype's machine epsilon, named with float32's."""
+    """A module's eps; for None, the value torch uses, measured per input dtype."""
     if eps is None:
-        return f"None: torch.finfo(dtype).eps ({torch.finfo(torch.float32).eps:.3g} in float32)"
+        return f"None: {rms_none_eps_text()}"
     return f"{eps:g}"
 
 
@@ -131,7 +171,13 @@ def torch_defaults_table() -> pd.DataFrame:
 
 def formula_note() -> str:
     """What the methods share and where RMSNorm leaves the formula, from torch's modules."""
-    rms = ", ".join(parameter_names("rms"))
+    sym = {"weight": "γ", "bias": "β"}
+    names = [f"{n}, its {sym[n]}" if n in sym else n for n in parameter_names("rms")]
+    learned = (
+        f"torch's nn.RMSNorm has one learned tensor, {names[0]}"
+        if len(names) == 1
+        else f"torch's nn.RMSNorm learns {and_join(names) or 'nothing'}"
+    )
     shared = [METHODS[k].label for k in shared_keys()]
     bare = [METHODS[k].label for k in shared_keys() if not parameter_names(k)]
     off = (
@@ -144,7 +190,23 @@ def formula_note() -> str:
         f"{', '.join(shared[:-1])} and {shared[-1]} compute exactly this formula{off}; they "
         "differ only in **which values are pooled to get μ and σ²**. RMSNorm also changes "
         "the formula: it subtracts no mean, divides by the root mean square, and has no β "
-        f"(torch's nn.RMSNorm learns only: {rms})."
+        f"({learned})."
+    )
+
+
+def why_normalize() -> str:
+    """Home's opening paragraph; the methods that do not centre are named from the registry."""
+    uncentred = and_join([METHODS[k].label for k in STANDARD_METHODS if not METHODS[k].centred])
+    return (
+        "A deep network feeds each layer the output of the layer before it. While the "
+        "earlier layers learn, the numbers they pass on keep drifting in scale and centre, "
+        "so every later layer is aiming at a moving target. A **normalization layer** "
+        "re-centres and re-scales activations to mean 0 and variance 1 over each group of "
+        f"values it pools, except {uncentred}, which only re-scales: it subtracts no mean and "
+        "divides by the root mean square, so its output has mean square 1, not mean 0. "
+        "Then the network picks the scale it actually wants with learned vectors, γ and β "
+        f"({uncentred}: γ only). Training gets steadier, tolerates larger learning rates and "
+        "cares less about initialization."
     )
 
 

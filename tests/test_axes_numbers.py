@@ -20,6 +20,7 @@ from normviz import (
     group_ids,
     normalize,
 )
+from normviz import axes as axes_page
 from normviz.axes import card, cells, code, confusions, custom, group
 
 torch.set_num_threads(2)
@@ -108,6 +109,12 @@ def test_selected_group_numbers_match_torch(method: str, layout: str) -> None:
         assert group._num(d.var, d.digits) in latex and group._num(d.x, d.digits) in latex
         assert f"m = {d.m}" in d.stats_latex()
         assert ("\\mu" in d.formula_latex()) == METHODS[method].centred
+        # issue 24 item 18: the listed values are the group's, not the cell's, and are its first
+        first = group.notes(d)[0]
+        listed = first.split("row-major order: ")[1].split(", …")[0].rstrip(".")
+        shown = [float(v) for v in listed.split(", ")]
+        assert f"The group's first {len(shown)} values" in first and "Its first" not in first
+        np.testing.assert_allclose(shown, members[: len(shown)], atol=5e-4)
 
 
 def test_values_text_and_numbers() -> None:
@@ -192,6 +199,15 @@ def test_contract_card_agrees_with_torch_behaviour(method: str, layout: str) -> 
     x2[1] = x2[1] * 3 + 1
     changed = not torch.allclose(apply(x)[0], apply(x2)[0], atol=1e-6)
     assert c.uses_other_samples == changed
+    # issue 24 item 6: a layer whose output ignores a shift keeps means and variances;
+    # one that does not (RMSNorm) keeps mean squares
+    centres = torch.allclose(apply(x), apply(x + 5.0), atol=1e-4)
+    stat_words = "means and variances" if centres else "mean squares"
+    assert dict(c.rows())["number of statistics"] == f"{c.n_stats:,} {stat_words}"
+    assert stat_words in card.notes(c)[0] and ("variance" in card.notes(c)[0]) == centres
+    if not centres:
+        for intro in (group.INTRO, axes_page.INTRO):
+            assert "mean square" in intro and METHODS[method].label in intro
     # differs between training and evaluation: the same input in both modes
     train = apply(x)
     mod.eval()

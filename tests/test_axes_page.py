@@ -209,7 +209,7 @@ def test_a_link_reproduces_the_view_and_the_selected_cell() -> None:
     assert block["layout"]["scene"]["xaxis"]["title"]["text"].startswith("N blocks × W")
     sel = plotly_array(_trace(block, "selected cell")["customdata"])
     assert sel.tolist() == [[3, 5, 2, 1]]
-    assert "The cell **N=3, C=5, H=2, W=1** shares its statistics" in texts(at)
+    assert "The cell **N=3, C=5, H=2, W=1** takes its statistics from a group" in texts(at)
     assert {n: _url(at, n) for n in link} == link
 
 
@@ -235,7 +235,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(
         assert at.session_state[name] == fallback[name]
         assert _url(at, name) == fmt(fallback[name])
     assert "does not set" not in warned  # the parameters it leaves out: defaults, quietly
-    assert "The cell **B=0, T=0, C=0** shares" in texts(at)
+    assert "The cell **B=0, T=0, C=0** takes its statistics" in texts(at)
     assert not any(t.get("name", "").endswith("statistic groups") for t in _charts(at)[0]["data"])
 
 
@@ -248,7 +248,7 @@ def test_a_linked_cell_outside_the_tensor_falls_back_with_a_warning() -> None:
     assert "`cell_b=2` is not valid (B has 2 positions: expected a value from 0 to 1)" in warned
     assert "`cell_c=8` is not valid (C has 8 positions" in warned
     assert "cell_t" not in warned  # T = 6: position 5 exists
-    assert "The cell **B=0, T=5, C=0** shares" in texts(at)
+    assert "The cell **B=0, T=5, C=0** takes its statistics" in texts(at)
     assert [_url(at, k) for k in ("cell_b", "cell_t", "cell_c")] == ["0", "5", "0"]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 from torch import nn
@@ -68,6 +70,32 @@ def test_rmsnorm_eps_none_is_the_dtype_machine_epsilon() -> None:
     assert "InstanceNorm learns no γ or β" in text
 
 
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [(torch.float16, 1e-3), (torch.bfloat16, 0.01), (torch.float32, 1e-4), (torch.float64, 1e-8)],
+)
+def test_each_dtype_is_paired_with_the_eps_torch_uses(dtype: torch.dtype, value: float) -> None:
+    """Issue 24 item 1: a bf16 input of 0.01 gives 1.0 with eps=None, as with float32's eps."""
+    x = torch.full((1, 4), value, dtype=dtype)
+    with torch.no_grad():
+        y_none = nn.RMSNorm(4).to(dtype)(x)
+        outs = {
+            d: nn.RMSNorm(4, eps=torch.finfo(d).eps).to(dtype)(x)
+            for d in (dtype, torch.float32, torch.float64)
+        }
+    used = [torch.finfo(d).eps for d, y in outs.items() if torch.equal(y, y_none)]
+    assert used, "eps=None matches none of the machine epsilons"
+    res = defaults.DEFAULTS.run(None, {}, no_progress)
+    note = next(n for n in defaults.DEFAULTS.notes(res) if "eps is None" in n)
+    name = str(dtype).removeprefix("torch.")
+    pairs = re.findall(r"([0-9.e+-]+), for ([a-z0-9, ]+?) inputs", note)
+    stated = [v for v, names in pairs if name in re.split(r", | and ", names)]
+    assert stated == [f"{used[0]:.3g}"], note
+    table_cell = torch_defaults_table().loc["RMSNorm", "eps"]
+    for wrong in {torch.finfo(dtype).eps} - set(used):  # the dtype's own eps, if unused
+        assert f"{wrong:.3g}" not in note and f"{wrong:.3g}" not in table_cell
+
+
 def test_train_eval_columns_name_the_flag() -> None:
     for df, col in ((contract_table(), "train ≠ eval"), (compare.comparison_table(), None)):
         col = col or "train ≠ inference"
@@ -84,3 +112,23 @@ def test_the_sections_are_on_the_page_in_order() -> None:
     slugs = [s.slug for s in SECTIONS]
     assert slugs.index("tables") + 1 == slugs.index("train-eval")  # "the next section"
     assert "torch-defaults" in slugs
+
+
+def _depth(text: str) -> int:
+    """How deeply parentheses nest in `text`."""
+    depth = deepest = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_no_table_cell_nests_parentheses() -> None:
+    """Issue 24 item 21: the BatchNorm row read "yes (with … True (with False, …))"."""
+    for df in (contract_table(), compare.comparison_table(), torch_defaults_table()):
+        for method, row in df.iterrows():
+            for col, value in row.items():
+                assert _depth(str(value)) <= 1, (method, col, value)
+    # the flag's two settings are still both named, and the rows still say which is default
+    bn = contract_table().loc["BatchNorm", "train ≠ eval"]
+    assert bn.startswith("yes (") and "track_running_stats=True" in bn and "False" in bn

@@ -176,3 +176,20 @@ def test_every_citation_points_into_the_bibliography() -> None:
     }
     assert cited and cited <= shorts, cited - shorts
     assert keys >= {"ioffe2015", "ba2016", "ulyanov2016", "wu2018", "zhang2019"}
+
+
+def test_rnn_advice_is_not_the_transformer_advice() -> None:
+    """Issue 24 item 7: pre-norm, the final norm and Xiong et al. are transformer advice."""
+    for batch, constraints in ((64, ()), (2, ("cost",))):
+        rnn = " ".join(_rec("rnn", batch, *constraints).pitfalls)
+        assert cite("xiong2020") not in rnn and "final norm" not in rnn and "sublayer" not in rnn
+        assert cite("ba2016") in rnn
+    trans = " ".join(_rec("transformer", 8).pitfalls)
+    assert cite("xiong2020") in trans and "pre-norm" in trans
+    # "torch's nn.LSTM and nn.GRU have no built-in normalization": read off the modules
+    import torch.nn as nn
+
+    norms = (nn.LayerNorm, nn.RMSNorm, nn.GroupNorm, nn.modules.batchnorm._NormBase)
+    for mod in (nn.LSTM(4, 8, num_layers=2), nn.GRU(4, 8, num_layers=2)):
+        assert not any(isinstance(m, norms) for m in mod.modules())
+        assert all(n.split("_")[0] in ("weight", "bias") for n, _ in mod.named_parameters())

@@ -143,3 +143,32 @@ def test_constant_is_why_eps_exists() -> None:
     assert torch.isfinite(torch.nn.LayerNorm(8, eps=1e-5)(x)).all()
     rms = torch.nn.RMSNorm(8, eps=0.0)(x)
     assert torch.isnan(rms[-1]).all() and torch.isfinite(rms[:-1]).all()
+
+
+@pytest.mark.parametrize(("layout", "C"), [("BTC", 8), ("NCHW", 8), ("BTC", 64), ("BTC", 4)])
+def test_the_outliers_caption_says_what_the_generator_draws(layout: str, C: int) -> None:
+    """Issue 24 item 15: at C = 8 one channel of 8 (not "one in 16"), and its spread is 5."""
+    import re
+
+    from normviz.distributions import input_caption
+    from normviz.distributions.setup import Generated
+
+    shape = (64, 32, C) if layout == "BTC" else (16, C, 8, 8)
+    x = generate("outliers", layout, shape, seed=3).double()
+    c = LAYOUTS[layout].channel_axis
+    per = x.movedim(c, 0).reshape(C, -1)
+    mean, std = per.mean(1), per.std(1)
+    big = mean.abs() > 10
+    caption = input_caption(Generated("outliers", layout, shape, 3))
+    words = re.search(r"except (one|\d+) of the (\d+) channels", caption)
+    assert words, caption
+    assert (1 if words.group(1) == "one" else int(words.group(1)), int(words.group(2))) == (
+        int(big.sum()),
+        C,
+    )
+    lo, hi, spread = (
+        float(v) for v in re.search(r"mean ±(\d+)…(\d+) and spread (\d+)", caption).groups()
+    )
+    assert ((mean[big].abs() >= lo) & (mean[big].abs() <= hi)).all()
+    assert std[big].tolist() == pytest.approx([spread] * int(big.sum()), rel=0.05)
+    assert std[~big].tolist() == pytest.approx([1.0] * int((~big).sum()), rel=0.05)

@@ -666,3 +666,62 @@ def test_downloads_round_trip() -> None:
     back = pd.read_csv(io.BytesIO(csv_bytes(tab.table)))
     assert list(back.columns) == list(tab.table.columns)
     np.testing.assert_allclose(back["variance after"], tab.table["variance after"])
+
+
+@pytest.mark.parametrize("layout", ["BTC", "NCHW"])
+def test_feature_dims_batchnorm_note_follows_torch(layout: str) -> None:
+    """Issue 24 items 10 and 21: BatchNorm's per-channel γ (and β) can restore the outliers'
+    size (numbers from nn.BatchNorm); an all-equal range is not printed "1.00 and 1.00"."""
+    import re
+
+    from normviz.distributions import feature_dims as fd
+
+    shape = (8, 6, 16) if layout == "BTC" else (8, 16, 4, 4)
+    x = generate("outliers", layout, shape, seed=1).double()
+    res = fd.feature_dims(x.numpy(), layout)
+    note = fd.notes(res)[-1] if "batch" not in res.refused else ""
+    assert note.startswith("**BatchNorm**")
+    d = res.found.top[0]
+    # torch: BatchNorm with γ_c = √(σ_c² + ε) (and β_c = μ_c), in training mode
+    xt = x.transpose(1, 2) if layout == "BTC" else x
+    dims = [0, 2] if layout == "BTC" else [0, 2, 3]
+    mu, var = xt.mean(dims), xt.var(dims, unbiased=False)
+    C = shape[LAYOUTS[layout].channel_axis]
+    bn = (nn.BatchNorm1d if layout == "BTC" else nn.BatchNorm2d)(C).double()
+    ratios = []
+    for beta in (torch.zeros_like(mu), mu):
+        with torch.no_grad():
+            bn.weight.copy_((var + 1e-5).sqrt())
+            bn.bias.copy_(beta)
+            y = bn.train()(xt)
+        rms = y.transpose(0, 1).reshape(y.shape[1], -1).square().mean(1).sqrt()
+        ratios.append(float(rms[d]) / float(np.median(rms.numpy())))  # against the median
+    said = re.search(r"returns to (\d+)× the median; .* to (\d+)×", note)
+    assert said, note
+    assert [int(v) for v in said.groups()] == [round(r) for r in ratios]
+    assert "γ" in note and "per channel" in note
+    assert not re.search(r"between (\S+) and \1\b", note), note
+
+
+@pytest.mark.parametrize("data", ["outliers", "channels"])
+def test_the_gamma_turn_claim_follows_the_chart(data: str) -> None:
+    """Issue 24 item 16: on step 4's data (outliers, the default shape) the random-γ bars
+    sit on the γ = 1 bar (smallest cosine 0.9991): the note must not say the chart shows
+    a turn. The bars are read off the figure; the cosines come from torch's nn.RMSNorm."""
+    from normviz.distributions.setup import Generated, Setup
+
+    src = Generated(data, "BTC", (4, 6, 8), 0)
+    setup = Setup(src, contract("layer", "BTC", src.shape), 1e-5, 2, 0)
+    res = rms_section.SECTION.run(setup, {}, no_progress)
+    x = src.tensor()
+    y = torch_norm(x, "rms", "BTC", weight=res.cosine.gamma)
+    cos = nn.functional.cosine_similarity(x.reshape(-1, 8).double(), y.reshape(-1, 8).double())
+    np.testing.assert_allclose(res.cosine.rms_gamma, cos, atol=1e-5)
+    fig = rms_section.SECTION.figure(res, False)
+    ys = {t.name: list(t.y) for t in fig.data}
+    apart = ys["RMSNorm, γ = 1"] != ys["RMSNorm, random γ"]
+    note = rms_section.SECTION.notes(res)[0]
+    assert f"**{float(cos.min()):.4f}**" in note
+    assert ("sit apart" in note) == apart and ("sit on the γ = 1 bar" in note) == (not apart)
+    assert apart == (data == "channels")  # the two cases this test is about
+    assert "third histogram" not in rms_section.INTRO and "third series" in rms_section.INTRO

@@ -160,7 +160,8 @@ def test_the_headline_says_rmsnorm_changes_the_formula() -> None:
 
     note = text.formula_note()
     params = tuple(n for n, _ in nn.RMSNorm(4).named_parameters())
-    assert params == ("weight",) and f"learns only: {', '.join(params)}" in note
+    assert params == ("weight",) and f"has one learned tensor, {params[0]}, its γ" in note
+    assert "learns only:" not in note  # issue 24 item 21: it read as a bug
     assert note.startswith("BatchNorm, LayerNorm, InstanceNorm and GroupNorm compute exactly")
     assert "no β" in note and "affine=False" in note
     shown = texts(run_app())
@@ -181,6 +182,8 @@ def test_home_lists_every_source_once() -> None:
         "xiong2020": ("Xiong et al.", 2020, "2002.04745"),
         "wu2021": ("Wu & Johnson", 2021, "2105.07576"),
         "schneider2020": ("Schneider et al.", 2020, "2006.16971"),
+        "hoffer2017": ("Hoffer et al.", 2017, "1705.08741"),  # ghost batches (training lab)
+        "li2016": ("Li et al.", 2016, "1603.04779"),  # AdaBN (training lab)
     }
     for key, (authors, year, arxiv) in wanted.items():
         s = SOURCES[key]
@@ -193,3 +196,58 @@ def test_home_lists_every_source_once() -> None:
     assert "Sources" in shown
     for s in SOURCES.values():
         assert listed.count(f"*{s.title}*") == 1 and s.title in shown, s.key
+
+
+def test_every_paper_the_app_cites_is_in_the_sources() -> None:
+    """Issue 24 item 9: a citation written anywhere in the app's text ("Hoffer et al. 2017",
+    "Wu & He (2018)") names a paper of normviz.sources, so Home's list holds it."""
+    import re
+    from pathlib import Path
+
+    from normviz.sources import SOURCES
+
+    root = Path(__file__).resolve().parent.parent
+    files = [root / "app.py", root / "README.md", *root.glob("docs/*.md")]
+    files += [*root.glob("normviz/**/*.py"), *root.glob("ui/*.py"), *root.glob("pages/*.py")]
+    known = {(s.authors, s.year) for s in SOURCES.values()}
+    pattern = re.compile(r"\b([A-Z][\w-]+(?: et al\.| & [A-Z][\w-]+)),? \(?(\d{4})\b")
+    cited = {
+        (m.group(1), int(m.group(2)), f.relative_to(root).as_posix())
+        for f in files
+        for m in pattern.finditer(f.read_text(encoding="utf-8"))
+    }
+    assert {(a, y) for a, y, _ in cited} >= {("Hoffer et al.", 2017), ("Li et al.", 2016)}
+    missing = sorted(c for c in cited if c[:2] not in known)
+    assert not missing, missing
+
+
+def test_the_opening_says_which_layers_centre() -> None:
+    """Issue 24 item 19: "re-centres … to mean 0 and variance 1" is false of RMSNorm; the
+    sentence names the exception, and torch's modules agree with each part of it."""
+    import torch
+    from torch import nn
+
+    from normviz import STANDARD_METHODS, text
+    from normviz.methods import METHODS
+
+    para = text.why_normalize()
+    x = 3.0 + 2.0 * torch.randn(64, 16, generator=torch.Generator().manual_seed(0))
+    built = {"layer": nn.LayerNorm(16), "rms": nn.RMSNorm(16), "batch": nn.BatchNorm1d(16)}
+    for key, mod in built.items():
+        with torch.no_grad():
+            y = mod(x)
+        dim = 0 if key == "batch" else 1  # the axis each one pools here
+        mean, meansq = y.mean(dim), y.square().mean(dim)
+        named = f"except {METHODS[key].label}, which only re-scales" in para
+        assert named == (key == "rms"), key
+        if named:  # uncentred: mean square 1, mean far from 0
+            assert torch.allclose(meansq, torch.ones_like(meansq), atol=1e-3)
+            assert (mean.abs() > 0.5).all()
+            assert f"({METHODS[key].label}: γ only)" in para
+            assert [n for n, _ in mod.named_parameters()] == ["weight"]
+        else:
+            assert torch.allclose(mean, torch.zeros_like(mean), atol=1e-5)
+            assert torch.allclose(y.var(dim, unbiased=False), torch.ones_like(mean), atol=1e-3)
+    assert {k for k in STANDARD_METHODS if not METHODS[k].centred} == {"rms"}
+    assert "re-centres and re-scales activations to mean 0 and variance 1, then" not in para
+    assert para in texts(run_app())

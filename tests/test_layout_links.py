@@ -43,3 +43,17 @@ def test_home_shows_the_teaching_path() -> None:
     for step in teach.STEPS:
         assert f"[{step.title}]({step.link})" in shown
     assert any(e.label.startswith("Teach with normviz") for e in at.expander)
+
+
+def test_the_detection_step_says_what_the_guide_says() -> None:
+    """Issue 24 item 17: detectors do not simply "use GroupNorm"; the page's own Why names
+    frozen BatchNorm (published Mask R-CNN) and GroupNorm as Wu & He's experiment."""
+    from normviz.choose import guide
+    from normviz.sources import SOURCES
+
+    step = next(s for s in teach.STEPS if ("arch", "detection") in s.query)
+    why = " ".join(guide.recommend(guide.Situation("detection", 2)).reasons)
+    assert "detection models use GroupNorm" not in step.what
+    assert "froze" in step.what and "frozen" in why
+    assert "GroupNorm" in step.what and SOURCES["wu2018"].authors in step.what
+    assert SOURCES["wu2018"].authors in why and "Mask R-CNN" in why

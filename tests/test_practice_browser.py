@@ -267,7 +267,7 @@ async def _clicks(url: str) -> dict:
         await p.get_by_text("Answer:").wait_for()
         await _done(p)
         await p.wait_for_timeout(1500)  # plotly draws its SVG after the run
-        await p.get_by_text("Which cells share").evaluate("e => e.scrollIntoView()")
+        await p.get_by_text("Which other cells share").evaluate("e => e.scrollIntoView()")
         await p.screenshot(path=str(SHOTS / "practice.png"))
         alerts = await p.locator("[data-testid=stAlert]").all_inner_texts()
         problems = await _problems(p)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from normviz import METHODS, practice
 from normviz.choose import guide
 from normviz.practice import cells, common, compute, count, naming, scenarios, show, traineval
 from normviz.practice.common import AnswerError, grade, parse_answer, pick
+from normviz.sources import cite
 
 ROOT_PAGES = Path(__file__).resolve().parent.parent / "pages"
 SEEDS = st.integers(0, 2**31 - 1)
@@ -174,6 +176,37 @@ def test_cells_grid_names_marked_picked_missed_and_extra_cells() -> None:
     assert verdict.missed or verdict.extra  # the test grades a wrong answer
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_cells_one_count_and_one_rule_for_the_marked_cell(seed: int) -> None:
+    """Issue 24 item 20 / issue 26 item 6: feedback, answer and tally count the same cells,
+    the marked cell's group without the marked cell, which is given (picking it is said)."""
+    ex = cells.make(seed)
+    marked = int(np.ravel_multi_index(ex.marked, ex.case.shape))
+    ids = ex.case.ids()  # group_ids, checked against torch by the tests above
+    others = [i for i in np.flatnonzero(ids.reshape(-1) == ids[ex.marked]) if i != marked]
+    n = len(others)
+    plain = grade(ex, ",".join(map(str, others)))
+    with_marked = grade(ex, ",".join(map(str, [*others, marked])))
+    assert plain.correct and with_marked.correct
+    counts = {
+        "answer": re.search(r"the (\d+) other cells?", ex.answer_text),
+        "feedback": re.search(r"Correct: (?:all )?(?:the )?(\d+) other cells?", plain.headline),
+        "explanation": re.search(r"the (\d+) others to pick", ex.explanation[0]),
+    }
+    assert {k: int(m.group(1)) for k, m in counts.items() if m} == dict.fromkeys(counts, n)
+    assert f"({n + 1} with the marked cell, which is given)" in ex.answer_text
+    assert plain.note == "" and with_marked.note == common.GIVEN_NOTE
+    assert with_marked.note in with_marked.message and plain.message == plain.headline
+    # the tally: both right answers land in one "right" row, a miss in a row that says so
+    missing = ",".join(map(str, others[1:]))
+    answers = {",".join(map(str, others)): 2, ",".join(map(str, [*others, marked])): 3}
+    rows = practice.tally(ex, {**answers, missing: 1})
+    right = [r for r in rows if r.correct]
+    assert len(right) == 1 and right[0].count == 5
+    wrong = [r for r in rows if not r.correct]
+    assert [(r.label, r.count) for r in wrong] == [("1 missed", 1)]
+
+
 # ---- 3: count ------------------------------------------------------------------------------
 
 
@@ -207,7 +240,7 @@ def _torch_y(case: common.Case, x: torch.Tensor, gamma: float, beta: float) -> t
     C = case.shape[normviz.LAYOUTS[case.layout].channel_axis]
     w = torch.full((C,), gamma, dtype=torch.float64)
     if case.method == "rms":  # torch's RMSNorm has no β
-        return torch_reference("rms", case.layout, x, None, 1e-5, w, None) + beta
+        return torch_reference("rms", case.layout, x, None, 1e-5, w, None)
     b = torch.full((C,), beta, dtype=torch.float64)
     return torch_reference(case.method, case.layout, x, case.groups, 1e-5, w, b)
 
@@ -219,7 +252,11 @@ def test_compute_truth_matches_torch_and_tolerance_grades(seed: int) -> None:
     case = ex.case
     x = torch.tensor(ex.values, dtype=torch.float64).reshape(case.shape)
     gamma = float(ex.prompt.split("γ = ")[1].split(" ")[0])
-    beta = float(ex.prompt.split("β = ")[1].split(" ")[0])
+    if case.method == "rms":  # nn.RMSNorm has no bias: the exercise gives it none
+        assert "β = " not in ex.prompt and "β" not in ex.explanation[-1]
+        beta = 0.0
+    else:
+        beta = float(ex.prompt.split("β = ")[1].split(" ")[0])
     y = float(_torch_y(case, x, gamma, beta)[ex.marked])
     assert abs(float(ex.truth[0]) - y) < 1e-9
     tol = ex.tolerance[0]
@@ -227,6 +264,23 @@ def test_compute_truth_matches_torch_and_tolerance_grades(seed: int) -> None:
     assert grade(ex, str(y + 0.9 * tol)).correct
     assert not grade(ex, str(y + 1.5 * tol)).correct
     assert ex.explanation[-1].endswith(f"= {show.fmt(y)}.")
+
+
+def test_compute_rmsnorm_has_no_beta_seed_7() -> None:
+    """Issue 24 item 2: seed 7 graded "β = −1" → −2.604; nn.RMSNorm itself gives −1.604."""
+    ex = compute.make(7)
+    case = ex.case
+    assert case.method == "rms"
+    x = torch.tensor(ex.values, dtype=torch.float64).reshape(case.shape)
+    gamma = float(ex.prompt.split("γ = ")[1].split(" ")[0])
+    mod = nn.RMSNorm(case.shape[1:], eps=1e-5).double()
+    assert [n for n, _ in mod.named_parameters()] == ["weight"]
+    with torch.no_grad():
+        mod.weight.fill_(gamma)
+        y = float(mod(x)[ex.marked])
+    assert float(ex.truth[0]) == pytest.approx(y, abs=1e-12)
+    assert grade(ex, f"{y:.2f}").correct
+    assert "+ β" not in compute.INTRO.split("RMSNorm:")[1]
 
 
 # ---- 5: train or eval ------------------------------------------------------------------------
@@ -331,6 +385,49 @@ def test_scenarios_agree_with_the_guide_and_the_registry() -> None:
     for question in scenarios.QUESTIONS:
         assert question.answer in dict(question.options)
         assert (ROOT_PAGES / f"{question.link[0]}.py").exists(), question.link
+
+
+def test_detection_scenario_says_what_mask_rcnn_did() -> None:
+    """Issue 24 item 3: published Mask R-CNN froze BatchNorm (as the guide says)."""
+    why = {q.key: q for q in scenarios.QUESTIONS}["detection"].why
+    guide_text = " ".join(guide.recommend(guide.Situation("detection", 2)).reasons)
+    assert "frozen" in guide_text and cite("he2017") in guide_text
+    for sentence in re.split(r"(?<!al)\. ", why):
+        if "Mask R-CNN" in sentence:
+            assert "froze" in sentence and cite("he2017") in sentence, sentence
+
+
+def test_gamma_beta_that_the_scenario_says_recover_the_input() -> None:
+    """Issue 24 item 4: the γ the text names gives x back through nn.BatchNorm1d exactly."""
+    why = {q.key: q for q in scenarios.QUESTIONS}["gamma"].why
+    named = re.search(r"\(γ = (.+?), β = μ recovers", why).group(1)
+    eps = 1e-5
+    x = 0.01 * torch.randn(64, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    mu, var = x.mean(0), x.var(0, unbiased=False)  # var ≈ 1e-4: ε is not negligible
+    gammas = {"σ": var.sqrt(), "√(σ² + ε)": (var + eps).sqrt()}
+    bn = nn.BatchNorm1d(3, eps=eps).double()
+    outs = {}
+    for k, g in gammas.items():
+        with torch.no_grad():
+            bn.weight.copy_(g)
+            bn.bias.copy_(mu)
+            outs[k] = float((bn.train()(x) - x).abs().max())
+    assert outs["√(σ² + ε)"] < 1e-12 < 1e-6 < outs["σ"]  # γ = σ leaves a leftover
+    assert outs[named] < 1e-12, named
+
+
+def test_train_eval_intro_names_every_module_whose_modes_differ() -> None:
+    """Issue 24 item 5: InstanceNorm with track_running_stats=True differs too (measured)."""
+    from normviz.choose import defaults
+
+    data = defaults.batches()
+    differ = [lab for lab, build in defaults.CONFIGS if defaults.train_eval_gap(build, data) > 1e-6]
+    assert "nn.InstanceNorm2d(C, track_running_stats=True)" in differ
+    for label in differ:
+        name = re.sub(r"[123]d$", "", label.split("(")[0].removeprefix("nn."))
+        assert name in traineval.INTRO, label
+        if "track_running_stats=True" in label:
+            assert f"{name} built with track_running_stats=True differs" in traineval.INTRO
 
 
 @pytest.mark.parametrize("seed", range(30))

@@ -71,3 +71,26 @@ def test_layernorm_moves_less_than_batchnorm_between_small_and_large_batches() -
     # in training mode BatchNorm at batch 4 is far worse than at 128
     acc = res.runs.train_acc[0].mean(-1)
     assert acc[0] < acc[1] - 0.1, acc
+
+
+def test_the_paper_panel_draws_wu_and_he_s_numbers() -> None:
+    """Issue 24 item 8: GroupNorm's paper line is Table 2's, 24.1 % at 32 (as the guide
+    quotes), not a flat 24.0; and it agrees with the guide's 10.6-point gap at 2."""
+    import re
+
+    from normviz.choose import guide
+
+    sizes = batch.SIZES
+    fake = batch.BatchResult(sizes, np.full((len(batch.NORMS), len(sizes), 1), 0.1), "")
+    fig = batch.figure(fake, False)
+    paper = {t.name: list(t.y) for t in fig.data if t.xaxis in (None, "x")}
+    assert paper["GroupNorm"] == [batch.PAPER_GN[b] for b in sizes]
+    assert paper["BatchNorm"] == [batch.PAPER_BN[b] for b in sizes]
+    big = " ".join(guide.recommend(guide.Situation("cnn", 32)).reasons)
+    bn32, gn32 = (float(v) for v in re.findall(r"(\d+\.\d) % \((?:BatchNorm|GroupNorm)\)", big))
+    assert (bn32, gn32) == (batch.PAPER_BN[32], batch.PAPER_GN[32])
+    small = " ".join(guide.recommend(guide.Situation("cnn", 2)).reasons)
+    gap = float(re.search(r"(\d+\.\d) points below", small).group(1))
+    assert round(batch.PAPER_BN[2] - batch.PAPER_GN[2], 1) == gap
+    table = batch.table(fake)
+    assert table["Wu & He GroupNorm (%)"].tolist() == [batch.PAPER_GN[b] for b in sizes]

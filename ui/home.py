@@ -23,14 +23,7 @@ def _thumbnails(layout: str, presenter: bool) -> go.Figure:
 
 def render() -> None:
     st.title("normviz: one formula, five choices of axes")
-    st.markdown(
-        "A deep network feeds each layer the output of the layer before it. While the "
-        "earlier layers learn, the numbers they pass on keep drifting in scale and centre, "
-        "so every later layer is aiming at a moving target. A **normalization layer** "
-        "re-centres and re-scales activations to mean 0 and variance 1, then lets the network "
-        "pick the scale it actually wants with two learned vectors, γ and β. Training gets "
-        "steadier, tolerates larger learning rates and cares less about initialization."
-    )
+    st.markdown(text.why_normalize())
     st.markdown(
         f"That drift is what {sources.cite('ioffe2015')} called *internal covariate shift*. "
         "Whether removing it is why normalization works is debated: "

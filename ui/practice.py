@@ -170,9 +170,9 @@ def feedback(ex: Exercise, verdict: Verdict | None) -> None:
     """The grade's headline, then the explained answer and the exercise's table."""
     if verdict is not None:
         if verdict.correct:
-            st.success(verdict.headline, icon=":material/check_circle:")
+            st.success(verdict.message, icon=":material/check_circle:")
         else:
-            st.error(verdict.headline, icon=":material/cancel:")
+            st.error(verdict.message, icon=":material/cancel:")
     for note in practice.notes(ex):
         st.markdown(note)
 

@@ -73,7 +73,9 @@ STEPS: tuple[Step, ...] = (
         "Choosing one",
         "choose",
         (("arch", "detection"), ("per_device", "2")),
-        "Two images per device: why detection models use GroupNorm.",
+        "Two images per device: why BatchNorm's batch statistics fail there, and what "
+        "detectors do instead: published Mask R-CNN froze BatchNorm, Wu & He trained it "
+        "with GroupNorm.",
     ),
     Step(
         5,

@@ -31,9 +31,10 @@ from normviz.sections import Section
 
 TITLE = "Axis Explorer"
 INTRO = (
-    "Every normalization layer computes one mean and one variance per group of values. "
-    "Pick a method in the sidebar and a cell below: the cells that share that cell's mean "
-    "and variance light up, in 3D and unfolded flat."
+    "Every normalization layer computes its statistics once per group of values: a mean "
+    "and a variance, or for RMSNorm (which does not centre) a mean square. Pick a method in "
+    "the sidebar and a cell below: the cells that share that cell's statistics light up, in "
+    "3D and unfolded flat."
 )
 
 # The selection: the block and the flat view side by side, then the selected group's

@@ -34,13 +34,18 @@ class ContractCard:
     uses_other_samples: bool
     train_eval_differ: bool
 
+    @property
+    def stats_text(self) -> str:
+        """What each statistic is: RMSNorm keeps a mean square, not a mean and a variance."""
+        return "means and variances" if self.centred else "mean squares"
+
     def rows(self) -> list[tuple[str, str]]:
         """(question, answer) pairs for a two-column card."""
         yn = {True: "yes", False: "no"}
         return [
             ("reduces over", ", ".join(self.reduces)),
             ("keeps separate", ", ".join(self.keeps) or "nothing: one statistic for all"),
-            ("number of statistics", f"{self.n_stats:,} means and variances"),
+            ("number of statistics", f"{self.n_stats:,} {self.stats_text}"),
             ("values per statistic", f"m = {self.size_text}"),
             ("subtracts the mean", yn[self.centred]),
             ("depends on other samples in the batch", yn[self.uses_other_samples]),
@@ -88,7 +93,7 @@ def extras(card: ContractCard) -> list[Extra]:
 
 def notes(card: ContractCard) -> list[str]:
     return [
-        f"Contract card: {card.label} keeps {card.n_stats:,} means and variances apart, "
+        f"Contract card: {card.label} keeps {card.n_stats:,} {card.stats_text} apart, "
         f"each from m = {card.size_text} values."
     ]
 

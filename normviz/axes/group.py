@@ -22,8 +22,9 @@ from normviz.sections import Progress, Section
 
 SHOWN_VALUES = 6  # values of a group listed in the numbers section
 INTRO = (
-    "One mean and one variance come from the group of values that share them. The "
-    "selected cell's group, with its numbers substituted into the formula:"
+    "Each statistic (a mean and a variance; for RMSNorm, which does not centre, a mean "
+    "square) comes from the group of values that share it. The selected cell's group, with "
+    "its numbers substituted into the formula:"
 )
 
 
@@ -196,8 +197,9 @@ def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Gro
 def notes(d: GroupDetail) -> list[str]:
     """The group in words, μ and σ², the formula, and the cell's computation."""
     return [
-        f"The cell **{cell_text(d.layout, d.cell)}** shares its statistics with "
-        f"**m = {d.size_text}** values (highlighted above). Its first values: {d.values_text()}.",
+        f"The cell **{cell_text(d.layout, d.cell)}** takes its statistics from a group of "
+        f"**m = {d.size_text}** values, itself included (highlighted above). The group's "
+        f"first {len(d.values)} values, in row-major order: {d.values_text()}.",
         f"$$\n{d.stats_latex()}\n$$",  # display maths: $$ on lines of their own
         f"$$\n{d.formula_latex()}\n$$",  # display maths: $$ on lines of their own
         f"$$\n{d.computation_latex()}\n$$",  # display maths: $$ on lines of their own

@@ -20,7 +20,13 @@ from normviz.knobs import Value
 from normviz.methods import METHODS, STANDARD_METHODS
 from normviz.sections import Progress, Section
 from normviz.sources import cite
-from normviz.text import DEFAULTS_C, DEFAULTS_G, default_module, torch_defaults_table
+from normviz.text import (
+    DEFAULTS_C,
+    DEFAULTS_G,
+    default_module,
+    rms_none_eps_text,
+    torch_defaults_table,
+)
 
 # ---- training vs evaluation mode ------------------------------------------------------
 
@@ -169,10 +175,9 @@ def notes_defaults(res: Defaults) -> Sequence[str]:
         names = " and ".join(METHODS[k].label for k in unset)
         fixed_text = " and ".join(f"{e:g}" for e in fixed)
         out.append(
-            f"{names}'s eps is None, which means the input dtype's machine epsilon, "
-            f"torch.finfo(dtype).eps: {torch.finfo(torch.float32).eps:.3g} in float32, "
-            f"{torch.finfo(torch.bfloat16).eps:.3g} in bfloat16, not the {fixed_text} of "
-            "the others. Pass eps explicitly to compare the two like for like."
+            f"{names}'s eps is None, which torch resolves from the input's dtype: "
+            f"{rms_none_eps_text()} (measured on this torch), not the {fixed_text} of the "
+            "others. Pass eps explicitly to compare the two like for like."
         )
     return out
 

@@ -132,11 +132,19 @@ def recommend(s: Situation) -> Recommendation:
         elif arch == "transformer":
             alt = "rms"
             alt_reason = "a cheaper, uncentred variant that many large models use."
-        pitfalls.append(
-            "Place it before each sublayer (pre-norm, x + F(Norm(x))) in deep stacks, and add "
-            f"a final norm before the output ({cite('xiong2020')}): see the pre-norm vs "
-            "post-norm page."
-        )
+        if arch == "transformer":
+            pitfalls.append(
+                "Place it before each sublayer (pre-norm, x + F(Norm(x))) in deep stacks, and "
+                f"add a final norm before the output ({cite('xiong2020')}): see the pre-norm "
+                "vs post-norm page."
+            )
+        else:
+            pitfalls.append(
+                "In a recurrent layer, normalize the summed inputs of each time step with "
+                f"that step's own statistics ({cite('ba2016')}); torch's nn.LSTM and nn.GRU "
+                "have no built-in normalization, so that takes a custom cell (or a LayerNorm "
+                "between stacked layers)."
+            )
     elif arch == "style":
         method = "instance"
         reasons.append(

@@ -56,7 +56,9 @@ def saved_norms_frame(report: StateDictReport) -> pd.DataFrame:
 def optimizer_code(groups: ParamGroups, weight_decay: float = 0.01) -> str:
     """Python that builds AdamW with the two parameter groups of this recipe."""
     return (
+        "import torch\n"
         "from torch import nn\n\n"
+        "# model: the nn.Module you train (above: the audited one)\n"
         "NORMS = (nn.modules.batchnorm._BatchNorm, nn.GroupNorm, nn.LayerNorm,\n"
         "         nn.RMSNorm, nn.modules.instancenorm._InstanceNorm)\n"
         "norm_names = {n for n, m in model.named_modules() if isinstance(m, NORMS)}\n"

@@ -82,8 +82,10 @@ def upload_note(key_md: str, source_shape: tuple[int, ...], shape_text: str) -> 
 def input_caption(source: Generated) -> str:
     """The line naming a generated input."""
     g = GENERATORS[source.data]
-    shape = LAYOUTS[source.layout].shape_text(source.shape)
-    return f"Input: **{g.label}**, {g.description}. {shape}, seed {source.seed}."
+    lay = LAYOUTS[source.layout]
+    shape = lay.shape_text(source.shape)
+    what = g.describe(source.shape[lay.channel_axis])
+    return f"Input: **{g.label}**, {what}. {shape}, seed {source.seed}."
 
 
 def choice_label(knob: str, value: object) -> str:

@@ -47,6 +47,8 @@ class FeatureDims:
     after: dict[str, np.ndarray]  # method -> (C,) per-channel RMS of its output
     refused: dict[str, str]  # method -> why it cannot run on this input
     held: float  # LayerNorm: the share of a sample's variance the outliers hold, averaged
+    restored: np.ndarray | None  # (C,) RMS after BatchNorm with γ = each channel's own σ
+    restored_all: np.ndarray | None  # (C,) the same with β = each channel's mean as well
 
 
 def _channel_rms(y: np.ndarray, c: int) -> np.ndarray:
@@ -78,8 +80,18 @@ def feature_dims(x: np.ndarray, layout: str, eps: float = 1e-5) -> FeatureDims:
             after[m] = _channel_rms(normalize(x, m, layout, eps=eps).output.numpy(), c)
         except NormConfigError as e:
             refused[m] = str(e)
+    restored = restored_all = None
+    if "batch" in after:  # BatchNorm's γ and β are per channel: they can give the size back
+        stats = normalize(x, "batch", layout, eps=eps)
+        sigma = np.sqrt(stats.var.numpy().reshape(-1) + eps)
+        mu = stats.mean.numpy().reshape(-1)  # type: ignore[union-attr]
+        y = normalize(x, "batch", layout, eps=eps, weight=sigma).output.numpy()
+        restored = _channel_rms(y, c)
+        y = normalize(x, "batch", layout, eps=eps, weight=sigma, bias=mu).output.numpy()
+        restored_all = _channel_rms(y, c)
     found = outliers(x, layout)
-    return FeatureDims(layout, found, after, refused, _held(x, layout, found.top))
+    held = _held(x, layout, found.top)
+    return FeatureDims(layout, found, after, refused, held, restored, restored_all)
 
 
 @gated
@@ -148,11 +160,20 @@ def notes(res: FeatureDims) -> Sequence[str]:
         )
     if "batch" in res.after:
         spread = res.after["batch"]
+        lo, hi = f"{spread.min():.2f}", f"{spread.max():.2f}"
+        rms = f"RMS {lo} (to two decimals)" if lo == hi else f"RMS between {lo} and {hi}"
+        back = (
+            f" BatchNorm's γ and β are per channel, though, so training can give the size "
+            f"back: with γ set to each channel's own σ, channel {d} returns to "
+            f"{_ratio(res.restored, d):.0f}× the median; with β at each channel's mean as "
+            f"well, to {_ratio(res.restored_all, d):.0f}×, as in the input."
+            if res.restored is not None and res.restored_all is not None
+            else ""
+        )
         out.append(
-            f"**BatchNorm** standardizes each channel on its own, so every channel leaves "
-            f"with RMS between {spread.min():.2f} and {spread.max():.2f}: channel {d} at "
-            f"{_ratio(spread, d):.1f}× the median. The outliers' size, which the network "
-            "uses, is gone."
+            f"**BatchNorm** standardizes each channel on its own, so with γ = 1 (a fresh "
+            f"layer) every channel leaves with {rms}: channel {d} at {_ratio(spread, d):.1f}× "
+            f"the median, the outliers' size gone from the output.{back}"
         )
     out += [f"**{METHODS[m].label}** cannot run here: {why}." for m, why in res.refused.items()]
     return tuple(out)

@@ -20,7 +20,7 @@ import torch
 
 from normviz import style
 from normviz.core import as_tensor, contract, normalize
-from normviz.distributions.histograms import Tensorish, bars, histogram
+from normviz.distributions.histograms import Histogram, Tensorish, bars, histogram
 from normviz.distributions.setup import Setup, gated, input_tensor
 from normviz.errors import NormConfigError
 from normviz.figures.spec import Spec
@@ -33,8 +33,9 @@ from normviz.sources import cite
 INTRO = (
     f"RMSNorm ({cite('zhang2019')}) divides each vector by its root mean square and "
     "subtracts nothing, so with γ = 1 the vector keeps its direction (cosine 1). A learned "
-    "γ is one number per feature: it stretches some features more than others and so "
-    "turns the vector too, as the third histogram shows with a random γ. LayerNorm first "
+    "γ is one number per feature: it stretches some features more than others and so can "
+    "turn the vector too; the chart's third series puts a random γ in its place, and the "
+    "note under the chart says how far that turned this input's vectors. LayerNorm first "
     "subtracts the vector's mean: when that mean is not 0 the vector turns, and the further "
     "from centred it was, the more. In exchange, RMSNorm leaves a shared offset in place."
 )
@@ -174,21 +175,36 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> RmsVsLa
     )
 
 
-def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Figure:
-    """How far each vector turns: cos(x, LayerNorm(x)) vs cos(x, RMSNorm(x))."""
-    series = (
+COSINE_BINS = 40  # bars of the cosine chart
+
+
+def _series(cmp: CosineComparison) -> tuple[tuple[str, np.ndarray, str], ...]:
+    return (
         ("layer", cmp.layer, f"{METHODS['layer'].label}, γ = 1"),
         ("rms", cmp.rms, f"{METHODS['rms'].label}, γ = 1"),
         ("rms_gamma", cmp.rms_gamma, f"{METHODS['rms'].label}, random γ"),
     )
+
+
+def cosine_histograms(cmp: CosineComparison) -> dict[str, Histogram]:
+    """The chart's bars: each series binned on one shared range (key -> histogram)."""
+    series = _series(cmp)
     both = np.concatenate([v for _, v, _ in series]) if cmp.layer.size else np.ones(1)
     lo = min(float(np.nanmin(both)), 0.99)
     rng = (lo, 1.0 + 1e-9)
+    return {
+        k: histogram(np.clip(v, lo, 1.0), bins=COSINE_BINS, value_range_=rng)
+        for k, v, _ in series
+    }
+
+
+def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Figure:
+    """How far each vector turns: cos(x, LayerNorm(x)) vs cos(x, RMSNorm(x))."""
+    hists = cosine_histograms(cmp)
     fig = Spec()
-    for (key, values, name), hatch in zip(series, ("", "/", "x"), strict=False):
+    for (key, _, name), hatch in zip(_series(cmp), ("", "/", "x"), strict=False):
         colour = style.METHOD_COLOURS.get(key, style.PALETTE[2])
-        h = histogram(np.clip(values, lo, 1.0), bins=40, value_range_=rng)
-        fig.add_trace(bars(h, colour, name, 0.7, hatch))  # hatched: not colour alone
+        fig.add_trace(bars(hists[key], colour, name, 0.7, hatch))  # hatched: not colour alone
     what = _vector_word(cmp)
     fig.update_layout(
         title=f"Cosine similarity of each {what}'s vector before and after",
@@ -219,12 +235,22 @@ def notes(res: RmsVsLayer) -> Sequence[str]:
     if cmp.layer.size:
         g_lo, g_hi = float(cmp.gamma.min()), float(cmp.gamma.max())
         turned = float(cmp.rms_gamma.min())
-        verdict = (
-            "so a learned γ turns the vector: direction is kept only when γ is the same "
-            "for every feature, as γ = 1 is"
-            if turned < 1 - 1e-4
-            else "on this input γ barely turns the vectors"
-        )
+        h = cosine_histograms(cmp)
+        width = float(h["rms"].edges[1] - h["rms"].edges[0])
+        if np.array_equal(h["rms"].counts, h["rms_gamma"].counts):
+            verdict = (
+                "a turn too small for the chart: its random-γ bars sit on the γ = 1 bar "
+                f"(bins {width:.2g} wide). Direction is kept exactly only when γ is the same "
+                "for every feature, as γ = 1 is"
+                if turned < 1 - 1e-6
+                else "on this input γ does not measurably turn the vectors"
+            )
+        else:
+            verdict = (
+                "so a learned γ turns the vector, and the random-γ bars sit apart from the "
+                "γ = 1 bar: direction is kept only when γ is the same for every feature, as "
+                "γ = 1 is"
+            )
         out.append(
             f"Over {cmp.layer.size:,} {_vector_word(cmp)}s, LayerNorm's smallest cosine is "
             f"{float(cmp.layer.min()):.4f}, RMSNorm's {float(cmp.rms.min()):.4f} with γ = 1 "

@@ -17,10 +17,10 @@ from normviz.practice.show import contract_words, section
 SLUG = "cells"
 LABEL = "Same statistics"
 INTRO = (
-    "Click every cell that shares its mean μ and variance σ² with the marked (black) "
-    "cell (the box tool above the grid picks several at once); click a cell again to drop "
-    "it. The list below the grid holds the same selection (type a cell's name to add it "
-    "from the keyboard)."
+    "Click every other cell that shares its statistics (μ and σ², or RMSNorm's mean "
+    "square) with the marked (black) cell; the marked cell itself is given. The box tool "
+    "above the grid picks several at once; click a cell again to drop it. The list below "
+    "the grid holds the same selection (type a cell's name to add it from the keyboard)."
 )
 POOL = EVERY_METHOD
 
@@ -34,19 +34,20 @@ def make(seed: int) -> Exercise:
     group = np.flatnonzero(ids.reshape(-1) == ids[marked])
     con = case.contract()
     name = cell_name(case.layout, marked)
+    stats = "μ and σ²" if con.centred else "the mean square"
     return Exercise(
         kind=SLUG,
         seed=seed,
         prompt=(
-            f"**{case.label}** on a tensor of shape {case.shape_text}. Which cells share "
-            f"μ and σ² with the marked cell **{name}**?"
+            f"**{case.label}** on a tensor of shape {case.shape_text}. Which other cells "
+            f"share {stats} with the marked cell **{name}**?"
         ),
         form="cells",
         truth=tuple(str(int(i)) for i in group),
         explanation=(
-            f"{case.label} {contract_words(con)}: the marked cell's statistic is shared by "
-            f"{len(group)} cells (itself included), and the tensor holds {con.n_stats} "
-            "statistics.",
+            f"{case.label} {contract_words(con)}: the marked cell's group holds m = "
+            f"{len(group)} cells, the marked cell and the {len(group) - 1} others to pick, and "
+            f"the tensor holds {con.n_stats} such groups.",
         ),
         link=("axes", "the Axis Explorer"),
         case=case,

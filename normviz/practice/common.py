@@ -192,7 +192,19 @@ class Exercise:
             return ", ".join(
                 f"{f} **{_num(float(v))}**" for f, v in zip(self.fields, self.truth, strict=True)
             )
-        return f"the {len(self.truth)} cells of the marked cell's group (itself included)"
+        n = len(self.to_pick)
+        return (
+            f"the {n} other cell{'s' if n != 1 else ''} of the marked cell's group "
+            f"({n + 1} with the marked cell, which is given)"
+        )
+
+    @property
+    def to_pick(self) -> tuple[int, ...]:
+        """cells: what a student picks, the marked cell's group without the marked cell
+        (it is given: picking it or not changes nothing). One rule for feedback, answer
+        and tally."""
+        marked = _marked_index(self)
+        return tuple(sorted({int(t) for t in self.truth} - {marked}))
 
 
 def _num(v: float | str) -> str:
@@ -241,6 +253,15 @@ class Verdict:
     headline: str
     missed: tuple[int, ...] = ()  # cells: in the group, not picked
     extra: tuple[int, ...] = ()  # cells: picked, not in the group
+    note: str = ""  # cells: said when the marked cell was picked too (it is given)
+
+    @property
+    def message(self) -> str:
+        """What the student reads: the headline, then the note if there is one."""
+        return f"{self.headline} {self.note}" if self.note else self.headline
+
+
+GIVEN_NOTE = "The marked cell itself is given: picking it changes nothing."
 
 
 def _cells(key: str) -> set[int]:
@@ -266,13 +287,16 @@ def grade(ex: Exercise, raw: object) -> Verdict:
         ]
         return Verdict(not off, "Correct." if not off else "Not quite: " + "; ".join(off) + ".")
     marked = _marked_index(ex)
-    want = {int(t) for t in ex.truth} - {marked}
+    want = set(ex.to_pick)
     picked = _cells(key) - {marked}
+    given = GIVEN_NOTE if marked in _cells(key) else ""
     missed, extra = tuple(sorted(want - picked)), tuple(sorted(picked - want))
     if not missed and not extra:
-        return Verdict(True, f"Correct: all {len(want)} cells, and no other.")
+        others = f"all {len(want)} other cells" if len(want) != 1 else "the 1 other cell"
+        headline = f"Correct: {others} of the marked cell's group, and no other."
+        return Verdict(True, headline, note=given)
     parts = [f"{len(missed)} missed" if missed else "", f"{len(extra)} extra" if extra else ""]
-    return Verdict(False, f"Not quite: {', '.join(p for p in parts if p)}.", missed, extra)
+    return Verdict(False, f"Not quite: {', '.join(p for p in parts if p)}.", missed, extra, given)
 
 
 def _marked_index(ex: Exercise) -> int:

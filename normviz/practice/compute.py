@@ -20,7 +20,8 @@ LABEL = "Compute y"
 INTRO = (
     "The tensor's values are written in its cells. Compute the layer's output y for the "
     "marked cell: find the cells that share its statistics, then μ, σ² and y = γ·(x − μ) / "
-    "√(σ² + ε) + β (RMSNorm: y = γ·x / √(mean square + ε) + β)."
+    "√(σ² + ε) + β (RMSNorm: y = γ·x / √(mean square + ε), with no β: nn.RMSNorm has no "
+    "bias)."
 )
 POOL = ("batch", "layer", "instance", "group", "rms")
 EPS = 1e-5
@@ -46,6 +47,7 @@ def make(seed: int) -> Exercise:
     x = np.array([rng.randint(-4, 6) for _ in range(math.prod(case.shape))], dtype=np.float64)
     x = x.reshape(case.shape)
     gamma, beta = rng.choice((1.0, 1.0, 2.0, 0.5)), rng.choice((0.0, 0.0, 1.0, -1.0))
+    has_bias = case.method != "rms"  # nn.RMSNorm learns a weight (γ) and no bias (β)
     C = case.shape[1] if case.layout == "NCHW" else case.shape[-1]
     res = normalize(
         torch.from_numpy(x),
@@ -53,7 +55,7 @@ def make(seed: int) -> Exercise:
         case.layout,
         eps=EPS,
         weight=torch.full((C,), gamma, dtype=torch.float64),
-        bias=torch.full((C,), beta, dtype=torch.float64),
+        bias=torch.full((C,), beta, dtype=torch.float64) if has_bias else None,
         **case.norm_kwargs(),  # type: ignore[arg-type]
     )
     marked = tuple(rng.randrange(n) for n in case.shape)
@@ -70,13 +72,16 @@ def make(seed: int) -> Exercise:
     else:
         total = " + ".join(f"{term(v)}²" for v in group)
         stats = f"mean square = ({total}) / {group.size} = {fmt(var)}"
-        formula = f"y = {fmt(gamma)}·{fmt(xm)} / √({fmt(var)} + ε) + {fmt(beta)}"
+        formula = f"y = {fmt(gamma)}·{term(xm)} / √({fmt(var)} + ε)"
+    affine = (
+        f"γ = {fmt(gamma)} and β = {fmt(beta)}" if has_bias else f"γ = {fmt(gamma)} (no β)"
+    )
     return Exercise(
         kind=SLUG,
         seed=seed,
         prompt=(
-            f"**{case.label}** on a tensor of shape {case.shape_text}, with γ = {fmt(gamma)} "
-            f"and β = {fmt(beta)} for every channel, ε = 10⁻⁵. What is y at the marked cell "
+            f"**{case.label}** on a tensor of shape {case.shape_text}, with {affine} for every "
+            "channel, ε = 10⁻⁵. What is y at the marked cell "
             f"**{cell_name(case.layout, marked)}** (x = {fmt(xm)})?"
         ),
         form="numbers",

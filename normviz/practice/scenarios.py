@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from normviz.methods import METHODS
 from normviz.practice.common import Exercise, pick, rng_for
 from normviz.practice.show import section
+from normviz.sources import cite
 
 SLUG = "choose"
 LABEL = "Choose"
@@ -41,7 +42,9 @@ QUESTIONS: tuple[Question, ...] = (
         ALL,
         "group",
         "Two samples give BatchNorm very noisy statistics. GroupNorm pools channel groups "
-        "within each image, so the batch size no longer matters (Mask R-CNN does this).",
+        "within each image, so the batch size no longer matters. Mask R-CNN as first "
+        f"published ({cite('he2017')}) froze BatchNorm instead; {cite('wu2018')} trained it "
+        "with GroupNorm and scored better.",
         ("choose", "Which normalization?"),
     ),
     Question(
@@ -135,7 +138,8 @@ QUESTIONS: tuple[Question, ...] = (
         ),
         "scale",
         "Standardizing forces mean 0 and variance 1; γ and β let training undo or adjust "
-        "that where a different scale helps (γ = σ, β = μ recovers the input).",
+        "that where a different scale helps (γ = √(σ² + ε), β = μ recovers the input "
+        "exactly; γ = σ leaves a small shrink from ε).",
         ("distributions", "Distributions"),
     ),
     Question(

@@ -21,9 +21,12 @@ from normviz.running import RunningStats
 
 SLUG = "train-eval"
 LABEL = "Train or eval"
+_DIFFER = [m.label for m in METHODS.values() if m.train_eval_differ]
 INTRO = (
-    "Training and evaluation differ for BatchNorm only: which statistics does a call use, "
-    "does a batch of one sample run, and where do the running statistics go?"
+    f"With torch's default flags, training and evaluation differ for {' and '.join(_DIFFER)} "
+    "only; the flag track_running_stats decides it (InstanceNorm built with "
+    "track_running_stats=True differs too, BatchNorm with False does not). Which statistics "
+    "does a call use, does a batch of one sample run, and where do the running statistics go?"
 )
 QUESTIONS = ("stats", "one", "running")
 STAT_OPTIONS = (
@@ -39,6 +42,15 @@ def _module(case: Case) -> str:
     sizes = dict(zip(LAYOUTS[case.layout].axes, case.shape, strict=True))
     ctor = METHODS[case.method].torch_module[case.layout]
     return ctor.format(**sizes, G=case.groups, eps="1e-05").replace(", eps=1e-05", "")
+
+
+def _call(case: Case) -> str:
+    """The call as torch needs it: channel-first modules see (B, C, T), as the axes code shows."""
+    lay = LAYOUTS[case.layout]
+    if METHODS[case.method].torch_channel_first and not lay.channel_first:
+        t = lay.channel_axis
+        return f"norm(x.transpose(1, {t})).transpose(1, {t})"
+    return "norm(x)"
 
 
 def _choice(seed: int, ctor: str, mode: str, question: str, answer: str, why: str) -> Exercise:
@@ -76,7 +88,9 @@ def _stats(rng: random.Random, seed: int) -> Exercise:
         why = "With track_running_stats=False BatchNorm stores none, so it uses the batch's."
     else:
         why = f"{METHODS[method].label} computes the same statistics in training and evaluation."
-    prompt = f"`y = norm(x)` with x of shape {case.shape_text}. Which statistics normalize x?"
+    prompt = (
+        f"`y = {_call(case)}` with x of shape {case.shape_text}. Which statistics normalize x?"
+    )
     return _choice(seed, ctor, mode, prompt, "running" if uses_running else "input", why)
 
 
@@ -109,7 +123,9 @@ def _one(rng: random.Random, seed: int) -> Exercise:
     training = rng.random() < 0.7
     ok, why = will_run(case, training)
     mode = "norm.train()" if training else "norm.eval()"
-    prompt = f"`norm(x)` with a single sample x of shape {case.shape_text}. Does the call run?"
+    prompt = (
+        f"`{_call(case)}` with a single sample x of shape {case.shape_text}. Does the call run?"
+    )
     return _choice(seed, _module(case), mode, prompt, "yes" if ok else "no", why)
 
 
