@@ -30,19 +30,20 @@ class FakeUpload:
 @pytest.fixture(autouse=True)
 def empty_cache() -> None:
     uploads._CACHE.clear()
+    uploads.REFUSED.clear()
 
 
 @pytest.fixture
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The file names normviz.io.load_tensors was really called with."""
+    """The file names a file was really read with (normviz.io.read_bounded: the worker)."""
     calls: list[str] = []
-    real = io.load_tensors
+    real = io.read_bounded
 
-    def counted(data: bytes, filename: str) -> dict[str, torch.Tensor]:
+    def counted(data: bytes, filename: str) -> dict[str, np.ndarray]:
         calls.append(filename)
         return real(data, filename)
 
-    monkeypatch.setattr(io, "load_tensors", counted)
+    monkeypatch.setattr(io, "read_bounded", counted)
     return calls
 
 
