@@ -129,3 +129,66 @@ def test_a_refusal_shows_the_name_and_message_literally(payload: str) -> None:
     (box,) = at.error
     assert_inert(box.value, plain(payload + ".pt"))
     assert box.value.startswith("**") and " was refused:** " in box.value
+
+
+# ---- issue 23: refusals remembered by content hash; issue 25: shared arrays read-only ----
+
+
+def test_a_refusal_outlives_the_parse_cache(loads: list[str]) -> None:
+    """Refusals are kept apart from parsed files: evicting those does not forget them."""
+    bad = b"1,2\n3,x\n"
+    for _ in range(2):
+        with pytest.raises(io.TensorLoadError, match="not a number"):
+            uploads.parsed_bytes(bad, "bad.csv")
+        uploads._CACHE.clear()
+    assert loads == ["bad.csv"]
+
+
+def test_a_refused_photo_is_refused_again_without_decoding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hostile_payloads import progressive_jpeg
+
+    from normviz import NormConfigError
+    from normviz.pretrained import photos
+
+    calls: list[int] = []
+    real = photos.read_upload
+
+    def counted(data: bytes) -> np.ndarray:
+        calls.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(photos, "read_upload", counted)
+    data = progressive_jpeg(256, "RGB")
+    broken = data[: len(data) // 2]  # truncated: refused by the decoder in the worker
+    said = []
+    for _ in range(3):
+        with pytest.raises(NormConfigError, match="broken or truncated") as e:
+            uploads.photo(broken, "digest-of-broken")
+        said.append(str(e.value))
+    assert calls == [len(broken)] and len(set(said)) == 1
+    good = uploads.photo(data, "digest-of-good")
+    assert good.shape == (224, 224, 3) and not good.flags.writeable
+
+
+def test_one_session_cannot_modify_the_arrays_another_reads() -> None:
+    """The cached arrays are read-only (and cannot be made writable again); a session's
+    tensor is its own copy, so writing into it leaves the next session's values alone."""
+    from ui import inputs
+
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    data = npy_bytes(x.numpy())
+    key, parsed = inputs.read_upload(data, "x.npy")
+    arr = parsed["tensor"]
+    with pytest.raises(ValueError):
+        arr[0, 0, 0] = 99.0
+    with pytest.raises(ValueError):
+        arr.setflags(write=True)
+    upload = inputs.Upload(key, "tensor", "BTC", (2, 3, 4))
+    mine = upload.tensor()
+    mine.mul_(0).add_(7)  # one session writes into its tensor
+    saved = inputs.SavedFile("x.npy", b"", key).tensors()["tensor"]
+    saved.zero_()
+    torch.testing.assert_close(upload.tensor(), x)  # the next session reads the file's values
+    torch.testing.assert_close(torch.from_numpy(np.array(uploads.cached(key)["tensor"])), x)
