@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+import threading
 import time
 
 import numpy as np
@@ -271,3 +272,38 @@ def test_markdown_in_keys_and_file_names(key: str, name: str, bad: bool) -> None
         with pytest.raises(TensorLoadError) as err:
             pick(out, key + "`")
         assert_inert(refusal_text(name, err.value))
+
+
+# ---- issue 23: large uploads in flight, and a bystander ---------------------------------
+
+
+def test_a_bystander_is_not_queued_behind_large_uploads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four large CSVs are being read, each upload's run in its turn as app.py takes it;
+    a bystander's /axes run then gets its turn before the uploads finish, at most the
+    two being read at that moment (READS) ahead of it. Were the files read inside the
+    turn, the bystander would wait for all four (a run-turn log, no clock)."""
+    from conftest import assert_clean, run_app
+
+    from benchmarks.uploads import big_csv, uploads_in_flight
+    from ui import runs, uploads
+
+    assert_clean(run_app("axes"))  # warm: imports and caches
+    log: list[str] = []
+    real = runs.RUNS._acquire
+
+    def logged(progress: object) -> None:
+        real(progress)
+        log.append(threading.current_thread().name)
+
+    monkeypatch.setattr(runs.RUNS, "_acquire", logged)
+    uploads._CACHE.clear()
+    files = [big_csv(i, 6) for i in range(4)]
+    with uploads_in_flight(files, done=lambda i: log.append(f"done-{i}")):
+        bystander = run_app("axes")
+    assert_clean(bystander)
+    turn = next(i for i, who in enumerate(log) if not who.startswith(("upload-", "done-")))
+    finished_first = [who for who in log[:turn] if who.startswith("done-")]
+    assert len(finished_first) <= uploads.READS.slots, log
+    assert sorted(w for w in log if w.startswith("done-")) == [f"done-{i}" for i in range(4)]
+    for i, data in enumerate(files):  # and every upload was read
+        assert uploads.parsed_bytes(data, f"upload-{i}.csv")["tensor"].shape[1] == 2
