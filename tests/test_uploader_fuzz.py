@@ -14,6 +14,7 @@ import io
 import math
 import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -307,3 +308,152 @@ def test_a_bystander_is_not_queued_behind_large_uploads(monkeypatch: pytest.Monk
     assert sorted(w for w in log if w.startswith("done-")) == [f"done-{i}" for i in range(4)]
     for i, data in enumerate(files):  # and every upload was read
         assert uploads.parsed_bytes(data, f"upload-{i}.csv")["tensor"].shape[1] == 2
+
+
+# ---- issue 23: crafted widget values, as a modified client sends them -------------------
+# Streamlit passes a string it does not know through as a selectbox's, radio's or
+# multiselect's value, and a chart's selection event is whatever JSON arrived. Each
+# value below goes in as the raw widget state a client would send; the page must answer
+# without an exception (the value ignored, or a message).
+
+# (Streamlit itself raises on an event that is not a JSON object or whose "selection"
+# is not one, before any callback: those are left out.)
+CRAFTED_EVENTS = [
+    [],
+    {"selection": {}},
+    {"selection": {"points": "points"}},
+    {"selection": {"points": {"0": {"customdata": [0, 0, 0]}}}},
+    {"selection": {"points": ["a", 1, None, []]}},
+    {"selection": {"points": [{"customdata": [[1]]}, {"customdata": {"a": 1}}]}},
+    {"selection": {"points": [{"customdata": [1e308, -5, "x", None]}]}},
+    {"selection": {"points": [{"customdata": [10**30, 10**30, 10**30]}]}},
+    {"selection": {"points": [{"customdata": True}, {"customdata": -1}, {"customdata": 10**9}]}},
+    {"selection": {"points": [{"customdata": "0"}, {"customdata": 1.5}, {"customdata": 0}]}},
+]
+CRAFTED_STRINGS = ["", "zzz", "-1", "999999", "1e9", "nan", "**bold** [x](http://e)", "\x00"]
+
+
+def _widget_id(at: object, key: str) -> str:
+    """The id of the widget (or selectable chart) whose key is `key`, in `at`'s last run."""
+
+    def walk(node: object) -> Iterator[object]:
+        for child in getattr(node, "children", {}).values():
+            yield child
+            yield from walk(child)
+
+    for node in walk(at._tree):  # type: ignore[attr-defined]
+        wid = getattr(node, "id", None) or getattr(getattr(node, "proto", None), "id", None)
+        if isinstance(wid, str) and wid.endswith("-" + key):
+            return wid
+    raise AssertionError(f"no widget with key {key!r}")
+
+
+def _send(monkeypatch: pytest.MonkeyPatch, at: object, key: str, **field: object) -> None:
+    """The next runs of `at` carry this raw state for widget `key`, as a modified client
+    would send it: string_value=..., json_value=... or string_array_value=[...]. (A
+    chart's selection travels as JSON of its JSON text: Streamlit decodes it twice.)"""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+    from streamlit.testing.v1.element_tree import ElementTree
+
+    wid = _widget_id(at, key)
+    real = ElementTree.get_widget_states
+
+    def states(self: ElementTree) -> WidgetStates:
+        out = WidgetStates()
+        out.widgets.extend(w for w in real(self).widgets if w.id != wid)
+        ws = WidgetState(id=wid)
+        for name, value in field.items():
+            if name == "string_array_value":
+                ws.string_array_value.data[:] = value
+            else:
+                setattr(ws, name, value)
+        out.widgets.append(ws)
+        return out
+
+    monkeypatch.setattr(ElementTree, "get_widget_states", states)
+
+
+@pytest.mark.parametrize("event", CRAFTED_EVENTS, ids=range(len(CRAFTED_EVENTS)))
+def test_crafted_flat_view_clicks_on_axes(monkeypatch: pytest.MonkeyPatch, event: object) -> None:
+    import json
+
+    from conftest import assert_clean, run_app
+
+    at = run_app("axes")
+    _send(monkeypatch, at, "axes_flat_view", json_value=json.dumps(json.dumps(event)))
+    at.run()
+    assert_clean(at)
+
+
+@pytest.mark.parametrize("value", CRAFTED_STRINGS)
+def test_crafted_cell_picks_on_the_worked_example(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from conftest import assert_clean, run_app
+
+    at = run_app("worked-example")
+    _send(monkeypatch, at, "wk_row", string_value=value)
+    at.run()
+    assert_clean(at)
+    at.run()  # the value stays in the session: the next run too
+    assert_clean(at)
+    assert [s.value for s in at.selectbox if s.key == "wk_row"] == [0]
+
+
+def _practice_grid(kind: str, seed: int) -> None:
+    from normviz import practice
+    from ui import practice as ui_practice
+
+    ex = practice.exercise(kind, seed)
+    ui_practice.grid(ex, "t", None)
+    import streamlit as st
+
+    st.session_state["answer"] = ui_practice.answer_input(ex, "t")
+
+
+@pytest.mark.parametrize("event", CRAFTED_EVENTS, ids=range(len(CRAFTED_EVENTS)))
+def test_crafted_grid_clicks_and_cells_on_practice(
+    monkeypatch: pytest.MonkeyPatch, event: object
+) -> None:
+    """The exercise grid's click (`_on_pick`) and the picked-cells multiselect with
+    names the grid never offered: ignored, and the answer holds only offered cells."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from normviz import practice
+
+    at = AppTest.from_function(_practice_grid, args=("cells", 3), default_timeout=60)
+    at.run()
+    assert not at.exception
+    names = list(practice.cell_names(practice.exercise("cells", 3).case))
+    _send(monkeypatch, at, "pr_cells_t_chart0", json_value=json.dumps(json.dumps(event)))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    monkeypatch.undo()
+    _send(monkeypatch, at, "pr_cells_t", string_array_value=[names[0], *CRAFTED_STRINGS])
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["answer"] == "0"
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=9), kids),
+    max_leaves=12,
+)
+
+
+@FUZZ
+@given(event=_JSON, values=_JSON)
+def test_the_widget_value_checks_keep_only_what_was_offered(event: object, values: object) -> None:
+    """ui.safe on any JSON: points are mappings; offered values are options, each once."""
+    from ui import safe
+
+    assert all(isinstance(p, dict) for p in safe.points({"selection": {"points": event}}))
+    names = ["a", "b", "c"]
+    kept = safe.offered_all(values, names)
+    assert all(v in names for v in kept) and len(set(kept)) == len(kept)
+    assert all(type(i) is int and 0 <= i < 3 for i in safe.offered_all(values, range(3)))
+    assert safe.offered(values, range(3), None) in (None, 0, 1, 2)
+    assert safe.offered(True, range(3), None) is None  # True is not the option 1
