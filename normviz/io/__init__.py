@@ -111,7 +111,7 @@ def load_arrays(data: bytes, filename: str) -> dict[str, np.ndarray]:
     return {k: t.numpy() for k, t in load_tensors(data, filename).items()}
 
 
-# A file at the upload limit parses in about 3 CPU-s (a 50 MB CSV), after the worker's
+# A file at the upload limit parses in about 4 CPU-s (a 50 MB CSV), after the worker's
 # imports (torch: about 1.3 CPU-s, 0.65 GB of address space).
 TENSOR_BUDGET = worker.Budget(cpu_s=10.0, memory=3 * 2**30)
 
