@@ -192,3 +192,34 @@ def test_one_session_cannot_modify_the_arrays_another_reads() -> None:
     saved.zero_()
     torch.testing.assert_close(upload.tensor(), x)  # the next session reads the file's values
     torch.testing.assert_close(torch.from_numpy(np.array(uploads.cached(key)["tensor"])), x)
+
+
+def _npy_of_size(size: int) -> bytes:
+    """An .npy file of float32 zeros, `size` bytes long (one 128-byte header)."""
+    n = (size - 128) // 4
+    data = npy_bytes(np.zeros(n, np.float32))
+    assert len(data) == size, len(data)
+    return data
+
+
+@pytest.mark.browser
+def test_the_upload_limit_is_the_apps_in_a_browser(page, server, tmp_path) -> None:
+    """Issue 23: a file 128 bytes under 50 MB reaches the app (no reset connection), and a
+    55 MB file gets the app's own message, "over the upload limit of 50 MB"."""
+    from conftest import assert_no_exception, open_app, wait_done
+
+    open_app(page, server, "distributions")
+    page.get_by_text("Bring your own tensor").click()
+    cases = [
+        # read whole: the message names all of its 13,107,136 values' shape
+        ("edge.npy", _npy_of_size(50 * 2**20 - 128), "shape (13107136,)"),
+        ("big.npy", _npy_of_size(55 * 2**20), "over the upload limit of 50 MB"),
+    ]
+    for name, data, says in cases:
+        (tmp_path / name).write_bytes(data)  # Playwright takes buffers up to 50 MB only
+        page.locator("input[type=file]").set_input_files(tmp_path / name)
+        page.get_by_text(f"{name} was refused:").wait_for(timeout=180_000)
+        wait_done(page, timeout=180_000)
+        assert_no_exception(page)
+        body = page.inner_text("body")
+        assert says in body, body[body.find(f"{name} was refused") :][:400]
