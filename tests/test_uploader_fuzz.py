@@ -457,3 +457,56 @@ def test_the_widget_value_checks_keep_only_what_was_offered(event: object, value
     assert all(type(i) is int and 0 <= i < 3 for i in safe.offered_all(values, range(3)))
     assert safe.offered(values, range(3), None) in (None, 0, 1, 2)
     assert safe.offered(True, range(3), None) is None  # True is not the option 1
+
+
+# ---- issue 23: photos whose cost hides in their structure -------------------------------
+
+PHOTO_FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _photo_or_refusal(data: bytes) -> np.ndarray | None:
+    """The photo through the server's path (checks, then the bounded worker): the
+    model's input, or None for a refusal with a message; never another exception."""
+    from normviz import NormConfigError
+    from normviz.pretrained import photos
+
+    try:
+        out = photos.read_upload(data)
+    except NormConfigError as e:
+        assert str(e).strip() and "Traceback" not in str(e)
+        return None
+    assert out.shape == (224, 224, 3) and out.dtype == np.uint8
+    return out
+
+
+@PHOTO_FUZZ
+@given(repeats=st.integers(0, 40), cut=st.one_of(st.none(), st.floats(0.05, 0.99)))
+def test_progressive_scans_and_truncations(repeats: int, cut: float | None) -> None:
+    """A progressive JPEG with one scan repeated, maybe cut short: more than 12 scans is
+    refused from the structure; fewer decode or are refused as broken."""
+    from hostile_payloads import jpeg_scan_spans, scan_bomb
+
+    from normviz.pretrained import photos
+
+    data = scan_bomb(repeats, side=256)
+    if cut is not None:
+        data = data[: max(4, int(len(data) * cut))]
+    out = _photo_or_refusal(data)
+    if photos.jpeg_scans(data, 10**6) > photos.MAX_SCANS:
+        assert out is None
+    if cut is None and repeats == 0:
+        assert out is not None and len(jpeg_scan_spans(data)) <= photos.MAX_SCANS
+
+
+@PHOTO_FUZZ
+@given(short=st.integers(1, 300), ratio=st.floats(1, 64), tall=st.booleans())
+def test_aspect_ratios(short: int, ratio: float, tall: bool) -> None:
+    """Any aspect ratio: up to 16:1 it decodes, beyond it is refused before decoding."""
+    from hostile_payloads import long_png
+
+    from normviz.pretrained import photos
+
+    long = min(4096, max(short, round(short * ratio)))
+    w, h = (short, long) if tall else (long, short)
+    out = _photo_or_refusal(long_png(w, h))
+    assert (out is None) == (max(w, h) > photos.MAX_ASPECT * min(w, h))
