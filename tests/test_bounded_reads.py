@@ -135,3 +135,15 @@ def test_tensor_files_read_in_the_worker_as_in_process() -> None:
     assert not got["tensor"].flags.writeable
     with pytest.raises(TensorLoadError, match="not a number"):
         read_bounded(b"1,2\n3,x\n", "x.csv")
+
+
+def test_the_worker_gets_a_small_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No secret of the server's (its cookie secret), and nothing large: pytest's own
+    PYTEST_CURRENT_TEST can be over the kernel's 128 KB for one variable."""
+    monkeypatch.setenv("STREAMLIT_SERVER_COOKIE_SECRET", "not for the worker")
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "x" * 200_000)
+    worker._PARENT._stop()  # the next job starts a warm parent with this environment
+    out = worker.run("tests.hostile_payloads:environ", b"", "", photos.PHOTO_BUDGET, ValueError)
+    env = json.loads(out[""].tobytes())
+    assert "STREAMLIT_SERVER_COOKIE_SECRET" not in env and "PYTEST_CURRENT_TEST" not in env
+    assert env["OMP_NUM_THREADS"] == "1" and env["PYTHONPATH"] == str(ROOT)

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # what a worker may send back: the dtypes the decoders produce
 DTYPES = frozenset({"uint8", "float32", "float64"})
 _THREADS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+_ENV = frozenset({"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "VIRTUAL_ENV"})
 _MAIN = "import sys, normviz.io.worker as w; w.serve(int(sys.argv[1]))"
 PRELOAD = ("normviz.io", "normviz.pretrained.photos")  # imported once, by the warm parent
 
@@ -91,7 +92,9 @@ class _Parent:
     def _start(self) -> None:
         self._stop()
         ctrl, theirs = socket.socketpair()
-        env = dict(os.environ, PYTHONPATH=str(ROOT), **dict.fromkeys(_THREADS, "1"))
+        # a small environment of its own: no secret (a cookie secret) and nothing large
+        env = {k: v for k, v in os.environ.items() if k in _ENV}
+        env.update(PYTHONPATH=str(ROOT), **dict.fromkeys(_THREADS, "1"))
         self._proc = subprocess.Popen(
             [sys.executable, "-c", _MAIN, str(theirs.fileno())],
             pass_fds=(theirs.fileno(),),
