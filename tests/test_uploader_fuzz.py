@@ -510,3 +510,14 @@ def test_aspect_ratios(short: int, ratio: float, tall: bool) -> None:
     w, h = (short, long) if tall else (long, short)
     out = _photo_or_refusal(long_png(w, h))
     assert (out is None) == (max(w, h) > photos.MAX_ASPECT * min(w, h))
+
+
+@pytest.mark.parametrize("value", CRAFTED_STRINGS[:4])
+def test_a_crafted_update_rule_on_batchnorm(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """The update-rule radio's callback (`_on_convention`) with a rule it never offered."""
+    from conftest import assert_clean, run_app
+
+    at = run_app("batchnorm")
+    _send(monkeypatch, at, "convention", string_value=value)
+    at.run()
+    assert_clean(at)
