@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import LAYOUTS, axes
-from ui import runner, state
+from ui import runner, safe, state
 
 PAGE = "axes"  # the URL path; its own URL parameters are axes.KNOBS
 FLAT_KEY = "axes_flat_view"  # the clickable chart's widget key
@@ -20,8 +20,7 @@ KNOB_LABELS = {k.name: k.label for k in axes.KNOBS}
 def _on_flat_click(layout: str, shape: tuple[int, ...]) -> None:
     """A click in the flat view selects the cell its marker names."""
     # callbacks get the settings as arguments: they run before app.py draws the sidebar
-    event = st.session_state.get(FLAT_KEY) or {}
-    points = (event.get("selection") or {}).get("points") or []
+    points = safe.points(st.session_state.get(FLAT_KEY))  # a crafted event: no points
     cell = axes.cell_from_point(points[0], shape) if points else None
     for k, i in zip(axes.cell_keys(layout), cell or (), strict=False):
         st.session_state[k] = i

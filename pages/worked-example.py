@@ -7,7 +7,7 @@ import streamlit as st
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import worked
 from normviz.text import FORMULA
-from ui import runner, state
+from ui import runner, safe, state
 
 PAGE = "worked-example"
 CELL_KEYS = ("wk_row", "wk_col")  # the selected cell (not in the URL: the matrix is not either)
@@ -42,9 +42,10 @@ def cell_picker(x) -> tuple[int, int]:
     picked = []
     boxes = st.columns(4)[:2]
     for box, key, n, word in zip(boxes, CELL_KEYS, x.shape, ("Row", "Column"), strict=True):
-        if st.session_state.get(key, 0) >= n:
-            st.session_state[key] = 0  # the matrix shrank
-        picked.append(int(box.selectbox(word, range(n), format_func=lambda i: str(i + 1), key=key)))
+        if safe.offered(st.session_state.get(key, 0), range(n), None) is None:
+            st.session_state[key] = 0  # the matrix shrank (or a crafted value)
+        row = box.selectbox(word, range(n), format_func=lambda i: str(i + 1), key=key)
+        picked.append(safe.offered(row, range(n), 0))
     return picked[0], picked[1]
 
 

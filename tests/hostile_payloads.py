@@ -89,6 +89,81 @@ def png_bomb(side: int = 100_000) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
 
 
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    import zlib
+
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def long_png(width: int, height: int) -> bytes:
+    """A grey PNG of width × height black pixels, compressed row by row (16 KB at 2^20 × 16)."""
+    import zlib
+
+    z = zlib.compressobj(9)
+    row = b"\0" * (width + 1)  # filter byte 0, then the row
+    idat = b"".join(z.compress(row) for _ in range(height)) + z.flush()
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _png_chunk(b"IHDR", ihdr)
+        + _png_chunk(b"IDAT", idat)
+        + (_png_chunk(b"IEND", b""))
+    )
+
+
+def progressive_jpeg(side: int = 4096, mode: str = "L", quality: int = 50) -> bytes:
+    """A side × side progressive JPEG of smooth noise (Pillow's encoder: 6 scans grey)."""
+    from PIL import Image
+
+    small = np.random.default_rng(0).integers(0, 255, (64, 64), dtype=np.uint8)
+    im = Image.fromarray(small).resize((side, side), Image.Resampling.BILINEAR).convert(mode)
+    buf = io.BytesIO()
+    im.save(buf, "JPEG", progressive=True, quality=quality)
+    return buf.getvalue()
+
+
+def jpeg_scan_spans(data: bytes) -> list[tuple[int, int]]:
+    """(start, end) of each scan of a JPEG: its SOS segment and its entropy-coded data."""
+    marker = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
+    spans, i = [], 2
+    while i < len(data) and data[i + 1] != 0xD9:
+        j = i + 2 + int.from_bytes(data[i + 2 : i + 4], "big")
+        if data[i + 1] == 0xDA:
+            j = marker.search(data, j).start()
+            spans.append((i, j))
+        i = j
+    return spans
+
+
+def scan_bomb(scans: int = 20_000, side: int = 4096) -> bytes:
+    """Issue 23's bomb: a progressive JPEG whose smallest (AC) scan is repeated `scans`
+    times (about 1 MB at 20,000; each repeat costs a pass over every coefficient)."""
+    base = progressive_jpeg(side)
+    spans = jpeg_scan_spans(base)
+    start, end = min(spans, key=lambda s: s[1] - s[0])
+    return base[: spans[-1][1]] + base[start:end] * scans + b"\xff\xd9"
+
+
+# Jobs for normviz.io.worker's tests (run in the worker as "tests.hostile_payloads:...").
+def spin(data: bytes, name: str) -> np.ndarray:
+    """Never ends: only the worker's CPU limit stops it."""
+    n = 0
+    while True:
+        n += 1
+
+
+def hog(data: bytes, name: str) -> np.ndarray:
+    """Asks for 8 GB: only the worker's memory limit stops it."""
+    return np.ones(2**30, dtype=np.float64)
+
+
+def raw_photo(data: bytes, name: str) -> np.ndarray:
+    """Decodes a photo with no check of its cost (no scan count, no aspect ratio)."""
+    from normviz.pretrained import photos
+
+    return photos._pixels(data)
+
+
 # name -> (file name, bytes builder, what the message must say, or None: it loads)
 HOSTILE: dict[str, tuple[str, Callable[[], bytes], str | None]] = {
     "shared references": ("shared.pt", shared_references, None),
@@ -260,3 +335,10 @@ def assert_inert(md: str, literal: str | None = None) -> None:
         assert found is None, f"text made live: {found.group()!r} in {md!r}"
     if literal is not None:
         assert literal in rendered(md), (literal, rendered(md), md)
+
+
+def environ(data: bytes, name: str) -> np.ndarray:
+    """The worker's environment, as the bytes of its JSON."""
+    import os
+
+    return np.frombuffer(json.dumps(dict(os.environ)).encode(), np.uint8)

@@ -36,7 +36,7 @@ def test_deployment_config_hides_errors_and_keeps_runs_light() -> None:
 
     conf = tomllib.loads((Path(__file__).parent.parent / ".streamlit/config.toml").read_text())
     assert conf["client"]["showErrorDetails"] == "none"  # no traceback for a student
-    assert io.upload_limit_bytes() == conf["server"]["maxUploadSize"] * 2**20
+    assert io.upload_limit_bytes() < conf["server"]["maxUploadSize"] * 2**20  # room (issue 23)
     # no ast-based compile of pages (a thread race in CPython < 3.11.8), and Streamlit
     # really reads this file: the options it runs with are the file's
     assert conf["runner"]["magicEnabled"] is False

@@ -283,8 +283,16 @@ def test_nonfinite_in_a_dict_names_the_key() -> None:
         load_tensors(data, "d.pt")
 
 
-def test_upload_limit_comes_from_the_streamlit_config() -> None:
-    assert upload_limit_bytes() == 50 * 2**20
+def test_the_upload_limit_is_50_mb_with_room_in_streamlits() -> None:
+    """The app reads up to 50 MB; Streamlit's limit leaves room for the request's
+    multipart framing and for a larger file to reach the app's message (issue 23)."""
+    import tomllib
+
+    from normviz.io.checks import UPLOAD_MB
+
+    assert upload_limit_bytes() == UPLOAD_MB * 2**20 == 50 * 2**20
+    conf = tomllib.loads((Path(__file__).parent.parent / ".streamlit/config.toml").read_text())
+    assert conf["server"]["maxUploadSize"] >= UPLOAD_MB + 5
     data = npy_bytes(np.zeros(1, np.float32))
     big = data + b"\0" * (upload_limit_bytes() + 1 - len(data))
     with pytest.raises(TensorLoadError, match="over the upload limit of 50 MB"):

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import io
 import math
+import threading
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -271,3 +273,251 @@ def test_markdown_in_keys_and_file_names(key: str, name: str, bad: bool) -> None
         with pytest.raises(TensorLoadError) as err:
             pick(out, key + "`")
         assert_inert(refusal_text(name, err.value))
+
+
+# ---- issue 23: large uploads in flight, and a bystander ---------------------------------
+
+
+def test_a_bystander_is_not_queued_behind_large_uploads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four large CSVs are being read, each upload's run in its turn as app.py takes it;
+    a bystander's /axes run then gets its turn before the uploads finish, at most the
+    two being read at that moment (READS) ahead of it. Were the files read inside the
+    turn, the bystander would wait for all four (a run-turn log, no clock)."""
+    from conftest import assert_clean, run_app
+
+    from benchmarks.uploads import big_csv, uploads_in_flight
+    from ui import runs, uploads
+
+    assert_clean(run_app("axes"))  # warm: imports and caches
+    log: list[str] = []
+    real = runs.RUNS._acquire
+
+    def logged(progress: object) -> None:
+        real(progress)
+        log.append(threading.current_thread().name)
+
+    monkeypatch.setattr(runs.RUNS, "_acquire", logged)
+    uploads._CACHE.clear()
+    files = [big_csv(i, 6) for i in range(4)]
+    with uploads_in_flight(files, done=lambda i: log.append(f"done-{i}")):
+        bystander = run_app("axes")
+    assert_clean(bystander)
+    turn = next(i for i, who in enumerate(log) if not who.startswith(("upload-", "done-")))
+    finished_first = [who for who in log[:turn] if who.startswith("done-")]
+    assert len(finished_first) <= uploads.READS.slots, log
+    assert sorted(w for w in log if w.startswith("done-")) == [f"done-{i}" for i in range(4)]
+    for i, data in enumerate(files):  # and every upload was read
+        assert uploads.parsed_bytes(data, f"upload-{i}.csv")["tensor"].shape[1] == 2
+
+
+# ---- issue 23: crafted widget values, as a modified client sends them -------------------
+# Streamlit passes a string it does not know through as a selectbox's, radio's or
+# multiselect's value, and a chart's selection event is whatever JSON arrived. Each
+# value below goes in as the raw widget state a client would send; the page must answer
+# without an exception (the value ignored, or a message).
+
+# (Streamlit itself raises on an event that is not a JSON object or whose "selection"
+# is not one, before any callback: those are left out.)
+CRAFTED_EVENTS = [
+    [],
+    {"selection": {}},
+    {"selection": {"points": "points"}},
+    {"selection": {"points": {"0": {"customdata": [0, 0, 0]}}}},
+    {"selection": {"points": ["a", 1, None, []]}},
+    {"selection": {"points": [{"customdata": [[1]]}, {"customdata": {"a": 1}}]}},
+    {"selection": {"points": [{"customdata": [1e308, -5, "x", None]}]}},
+    {"selection": {"points": [{"customdata": [10**30, 10**30, 10**30]}]}},
+    {"selection": {"points": [{"customdata": True}, {"customdata": -1}, {"customdata": 10**9}]}},
+    {"selection": {"points": [{"customdata": "0"}, {"customdata": 1.5}, {"customdata": 0}]}},
+]
+CRAFTED_STRINGS = ["", "zzz", "-1", "999999", "1e9", "nan", "**bold** [x](http://e)", "\x00"]
+
+
+def _widget_id(at: object, key: str) -> str:
+    """The id of the widget (or selectable chart) whose key is `key`, in `at`'s last run."""
+
+    def walk(node: object) -> Iterator[object]:
+        for child in getattr(node, "children", {}).values():
+            yield child
+            yield from walk(child)
+
+    for node in walk(at._tree):  # type: ignore[attr-defined]
+        wid = getattr(node, "id", None) or getattr(getattr(node, "proto", None), "id", None)
+        if isinstance(wid, str) and wid.endswith("-" + key):
+            return wid
+    raise AssertionError(f"no widget with key {key!r}")
+
+
+def _send(monkeypatch: pytest.MonkeyPatch, at: object, key: str, **field: object) -> None:
+    """The next runs of `at` carry this raw state for widget `key`, as a modified client
+    would send it: string_value=..., json_value=... or string_array_value=[...]. (A
+    chart's selection travels as JSON of its JSON text: Streamlit decodes it twice.)"""
+    from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
+    from streamlit.testing.v1.element_tree import ElementTree
+
+    wid = _widget_id(at, key)
+    real = ElementTree.get_widget_states
+
+    def states(self: ElementTree) -> WidgetStates:
+        out = WidgetStates()
+        out.widgets.extend(w for w in real(self).widgets if w.id != wid)
+        ws = WidgetState(id=wid)
+        for name, value in field.items():
+            if name == "string_array_value":
+                ws.string_array_value.data[:] = value
+            else:
+                setattr(ws, name, value)
+        out.widgets.append(ws)
+        return out
+
+    monkeypatch.setattr(ElementTree, "get_widget_states", states)
+
+
+@pytest.mark.parametrize("event", CRAFTED_EVENTS, ids=range(len(CRAFTED_EVENTS)))
+def test_crafted_flat_view_clicks_on_axes(monkeypatch: pytest.MonkeyPatch, event: object) -> None:
+    import json
+
+    from conftest import assert_clean, run_app
+
+    at = run_app("axes")
+    _send(monkeypatch, at, "axes_flat_view", json_value=json.dumps(json.dumps(event)))
+    at.run()
+    assert_clean(at)
+
+
+@pytest.mark.parametrize("value", CRAFTED_STRINGS)
+def test_crafted_cell_picks_on_the_worked_example(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    from conftest import assert_clean, run_app
+
+    at = run_app("worked-example")
+    _send(monkeypatch, at, "wk_row", string_value=value)
+    at.run()
+    assert_clean(at)
+    at.run()  # the value stays in the session: the next run too
+    assert_clean(at)
+    assert [s.value for s in at.selectbox if s.key == "wk_row"] == [0]
+
+
+def _practice_grid(kind: str, seed: int) -> None:
+    from normviz import practice
+    from ui import practice as ui_practice
+
+    ex = practice.exercise(kind, seed)
+    ui_practice.grid(ex, "t", None)
+    import streamlit as st
+
+    st.session_state["answer"] = ui_practice.answer_input(ex, "t")
+
+
+@pytest.mark.parametrize("event", CRAFTED_EVENTS, ids=range(len(CRAFTED_EVENTS)))
+def test_crafted_grid_clicks_and_cells_on_practice(
+    monkeypatch: pytest.MonkeyPatch, event: object
+) -> None:
+    """The exercise grid's click (`_on_pick`) and the picked-cells multiselect with
+    names the grid never offered: ignored, and the answer holds only offered cells."""
+    import json
+
+    from streamlit.testing.v1 import AppTest
+
+    from normviz import practice
+
+    at = AppTest.from_function(_practice_grid, args=("cells", 3), default_timeout=60)
+    at.run()
+    assert not at.exception
+    names = list(practice.cell_names(practice.exercise("cells", 3).case))
+    _send(monkeypatch, at, "pr_cells_t_chart0", json_value=json.dumps(json.dumps(event)))
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    monkeypatch.undo()
+    _send(monkeypatch, at, "pr_cells_t", string_array_value=[names[0], *CRAFTED_STRINGS])
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["answer"] == "0"
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=9), kids),
+    max_leaves=12,
+)
+
+
+@FUZZ
+@given(event=_JSON, values=_JSON)
+def test_the_widget_value_checks_keep_only_what_was_offered(event: object, values: object) -> None:
+    """ui.safe on any JSON: points are mappings; offered values are options, each once."""
+    from ui import safe
+
+    assert all(isinstance(p, dict) for p in safe.points({"selection": {"points": event}}))
+    names = ["a", "b", "c"]
+    kept = safe.offered_all(values, names)
+    assert all(v in names for v in kept) and len(set(kept)) == len(kept)
+    assert all(type(i) is int and 0 <= i < 3 for i in safe.offered_all(values, range(3)))
+    assert safe.offered(values, range(3), None) in (None, 0, 1, 2)
+    assert safe.offered(True, range(3), None) is None  # True is not the option 1
+
+
+# ---- issue 23: photos whose cost hides in their structure -------------------------------
+
+PHOTO_FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def _photo_or_refusal(data: bytes) -> np.ndarray | None:
+    """The photo through the server's path (checks, then the bounded worker): the
+    model's input, or None for a refusal with a message; never another exception."""
+    from normviz import NormConfigError
+    from normviz.pretrained import photos
+
+    try:
+        out = photos.read_upload(data)
+    except NormConfigError as e:
+        assert str(e).strip() and "Traceback" not in str(e)
+        return None
+    assert out.shape == (224, 224, 3) and out.dtype == np.uint8
+    return out
+
+
+@PHOTO_FUZZ
+@given(repeats=st.integers(0, 40), cut=st.one_of(st.none(), st.floats(0.05, 0.99)))
+def test_progressive_scans_and_truncations(repeats: int, cut: float | None) -> None:
+    """A progressive JPEG with one scan repeated, maybe cut short: more than 12 scans is
+    refused from the structure; fewer decode or are refused as broken."""
+    from hostile_payloads import jpeg_scan_spans, scan_bomb
+
+    from normviz.pretrained import photos
+
+    data = scan_bomb(repeats, side=256)
+    if cut is not None:
+        data = data[: max(4, int(len(data) * cut))]
+    out = _photo_or_refusal(data)
+    if photos.jpeg_scans(data, 10**6) > photos.MAX_SCANS:
+        assert out is None
+    if cut is None and repeats == 0:
+        assert out is not None and len(jpeg_scan_spans(data)) <= photos.MAX_SCANS
+
+
+@PHOTO_FUZZ
+@given(short=st.integers(1, 300), ratio=st.floats(1, 64), tall=st.booleans())
+def test_aspect_ratios(short: int, ratio: float, tall: bool) -> None:
+    """Any aspect ratio: up to 16:1 it decodes, beyond it is refused before decoding."""
+    from hostile_payloads import long_png
+
+    from normviz.pretrained import photos
+
+    long = min(4096, max(short, round(short * ratio)))
+    w, h = (short, long) if tall else (long, short)
+    out = _photo_or_refusal(long_png(w, h))
+    assert (out is None) == (max(w, h) > photos.MAX_ASPECT * min(w, h))
+
+
+@pytest.mark.parametrize("value", CRAFTED_STRINGS[:4])
+def test_a_crafted_update_rule_on_batchnorm(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    """The update-rule radio's callback (`_on_convention`) with a rule it never offered."""
+    from conftest import assert_clean, run_app
+
+    at = run_app("batchnorm")
+    _send(monkeypatch, at, "convention", string_value=value)
+    at.run()
+    assert_clean(at)

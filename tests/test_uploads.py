@@ -30,19 +30,20 @@ class FakeUpload:
 @pytest.fixture(autouse=True)
 def empty_cache() -> None:
     uploads._CACHE.clear()
+    uploads.REFUSED.clear()
 
 
 @pytest.fixture
 def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The file names normviz.io.load_tensors was really called with."""
+    """The file names a file was really read with (normviz.io.read_bounded: the worker)."""
     calls: list[str] = []
-    real = io.load_tensors
+    real = io.read_bounded
 
-    def counted(data: bytes, filename: str) -> dict[str, torch.Tensor]:
+    def counted(data: bytes, filename: str) -> dict[str, np.ndarray]:
         calls.append(filename)
         return real(data, filename)
 
-    monkeypatch.setattr(io, "load_tensors", counted)
+    monkeypatch.setattr(io, "read_bounded", counted)
     return calls
 
 
@@ -128,3 +129,97 @@ def test_a_refusal_shows_the_name_and_message_literally(payload: str) -> None:
     (box,) = at.error
     assert_inert(box.value, plain(payload + ".pt"))
     assert box.value.startswith("**") and " was refused:** " in box.value
+
+
+# ---- issue 23: refusals remembered by content hash; issue 25: shared arrays read-only ----
+
+
+def test_a_refusal_outlives_the_parse_cache(loads: list[str]) -> None:
+    """Refusals are kept apart from parsed files: evicting those does not forget them."""
+    bad = b"1,2\n3,x\n"
+    for _ in range(2):
+        with pytest.raises(io.TensorLoadError, match="not a number"):
+            uploads.parsed_bytes(bad, "bad.csv")
+        uploads._CACHE.clear()
+    assert loads == ["bad.csv"]
+
+
+def test_a_refused_photo_is_refused_again_without_decoding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from hostile_payloads import progressive_jpeg
+
+    from normviz import NormConfigError
+    from normviz.pretrained import photos
+
+    calls: list[int] = []
+    real = photos.read_upload
+
+    def counted(data: bytes) -> np.ndarray:
+        calls.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(photos, "read_upload", counted)
+    data = progressive_jpeg(256, "RGB")
+    broken = data[: len(data) // 2]  # truncated: refused by the decoder in the worker
+    said = []
+    for _ in range(3):
+        with pytest.raises(NormConfigError, match="broken or truncated") as e:
+            uploads.photo(broken, "digest-of-broken")
+        said.append(str(e.value))
+    assert calls == [len(broken)] and len(set(said)) == 1
+    good = uploads.photo(data, "digest-of-good")
+    assert good.shape == (224, 224, 3) and not good.flags.writeable
+
+
+def test_one_session_cannot_modify_the_arrays_another_reads() -> None:
+    """The cached arrays are read-only (and cannot be made writable again); a session's
+    tensor is its own copy, so writing into it leaves the next session's values alone."""
+    from ui import inputs
+
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    data = npy_bytes(x.numpy())
+    key, parsed = inputs.read_upload(data, "x.npy")
+    arr = parsed["tensor"]
+    with pytest.raises(ValueError):
+        arr[0, 0, 0] = 99.0
+    with pytest.raises(ValueError):
+        arr.setflags(write=True)
+    upload = inputs.Upload(key, "tensor", "BTC", (2, 3, 4))
+    mine = upload.tensor()
+    mine.mul_(0).add_(7)  # one session writes into its tensor
+    saved = inputs.SavedFile("x.npy", b"", key).tensors()["tensor"]
+    saved.zero_()
+    torch.testing.assert_close(upload.tensor(), x)  # the next session reads the file's values
+    torch.testing.assert_close(torch.from_numpy(np.array(uploads.cached(key)["tensor"])), x)
+
+
+def _npy_of_size(size: int) -> bytes:
+    """An .npy file of float32 zeros, `size` bytes long (one 128-byte header)."""
+    n = (size - 128) // 4
+    data = npy_bytes(np.zeros(n, np.float32))
+    assert len(data) == size, len(data)
+    return data
+
+
+@pytest.mark.browser
+def test_the_upload_limit_is_the_apps_in_a_browser(page, server, tmp_path) -> None:
+    """Issue 23: a file 128 bytes under 50 MB reaches the app (no reset connection), and a
+    55 MB file gets the app's own message, "over the upload limit of 50 MB"."""
+    from conftest import assert_no_exception, open_app, wait_done
+
+    open_app(page, server, "distributions")
+    page.get_by_text("Bring your own tensor").click()
+    cases = [
+        # read whole: the message names all of its 13,107,136 values' shape
+        ("edge.npy", _npy_of_size(50 * 2**20 - 128), "shape (13107136,)"),
+        ("big.npy", _npy_of_size(55 * 2**20), "over the upload limit of 50 MB"),
+    ]
+    for name, data, says in cases:
+        (tmp_path / name).write_bytes(data)  # Playwright takes buffers up to 50 MB only
+        page.locator("input[type=file]").set_input_files(tmp_path / name)
+        page.get_by_text(f"{name} was refused:").wait_for(timeout=180_000)
+        wait_done(page, timeout=180_000)
+        assert_no_exception(page)
+        body = page.inner_text("body")
+        assert says in body, body[body.find(f"{name} was refused") :][:400]

@@ -38,7 +38,7 @@ class Upload(Uploaded):
         if tensors is None:  # the byte-bounded cache let it go
             raise NormConfigError("the uploaded file is no longer in memory: upload it again")
         arr = tensors[self.key]
-        return io.as_input(torch.from_numpy(arr), self.key).tensor
+        return io.as_input(uploads.tensor(arr), self.key).tensor
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class SavedFile(SavedUpload):
         parsed = uploads.cached(self.key)
         if parsed is None:  # the byte-bounded cache let it go
             raise io.TensorLoadError("the file is no longer in memory: upload it again")
-        return {k: torch.from_numpy(a) for k, a in parsed.items()}
+        return {k: uploads.tensor(a) for k, a in parsed.items()}
 
 
 def saved_file(f: uploads.Upload | None) -> SavedFile | None:
@@ -96,7 +96,7 @@ def uploader(intro: str, key: str) -> tuple[Upload, io.UserTensor] | None:
             )
             if name not in tensors:  # a key remembered from another file
                 name = keys[0]
-            user = io.as_input(torch.from_numpy(tensors[name]), name)
+            user = io.as_input(uploads.tensor(tensors[name]), name)
         except io.TensorLoadError as e:
             uploads.refusal(f.name, e)
             return None

@@ -18,7 +18,7 @@ import streamlit as st
 from normviz import practice
 from normviz.classroom import ClassError, ClassInfo, Classroom, default_url, new_student_id
 from normviz.practice import Exercise, Verdict, live
-from ui import runner, state
+from ui import runner, safe, state
 from ui.safe import md_text
 
 PAGE = "practice"
@@ -78,13 +78,11 @@ def _names(ex: Exercise) -> list[str]:
 
 def _on_pick(key: str, chart: str, names: Sequence[str]) -> None:
     """A click or box on the grid: add the cells, or drop them when all were picked."""
-    event = st.session_state.get(chart) or {}
-    points = (event.get("selection") or {}).get("points") or []
-    idx = {p.get("customdata") for p in points if isinstance(p, dict)}
-    hit = [names[i] for i in sorted(i for i in idx if isinstance(i, int) and 0 <= i < len(names))]
+    picks = [p.get("customdata") for p in safe.points(st.session_state.get(chart))]
+    hit = [names[i] for i in sorted(safe.offered_all(picks, range(len(names))))]
     if not hit:
         return
-    now = list(st.session_state.get(key, []))
+    now = safe.offered_all(st.session_state.get(key), names)
     if all(n in now for n in hit):
         now = [n for n in now if n not in hit]
     else:
@@ -103,9 +101,9 @@ def grid(ex: Exercise, tag: str, verdict: Verdict | None, answer: str | None = N
         names = _names(ex)
         chosen = answer.split(",") if answer else None
         picked = (
-            tuple(int(i) for i in chosen if i)
+            tuple(int(i) for i in chosen if i.isdigit() and int(i) < len(names))
             if chosen is not None
-            else tuple(names.index(n) for n in st.session_state.get(key, []))
+            else tuple(names.index(n) for n in safe.offered_all(st.session_state.get(key), names))
         )
     marks = (verdict.missed, verdict.extra) if verdict is not None else None
     fig = _grid(ex.kind, ex.seed, picked, marks, state.presenter())
@@ -138,16 +136,20 @@ def answer_input(ex: Exercise, tag: str, disabled: bool = False) -> str | None:
             disabled=disabled,
             placeholder="click cells in the grid, or type e.g. " + names[-1],
         )
-        return ",".join(str(names.index(n)) for n in got)
+        return ",".join(str(names.index(n)) for n in safe.offered_all(got, names))
     if ex.form == "choice":
         labels = dict(ex.options)
-        return st.radio(
-            "Your answer",
-            list(labels),
-            index=None,
-            format_func=labels.__getitem__,
-            key=f"pr_choice_{tag}",
-            disabled=disabled,
+        return safe.offered(
+            st.radio(
+                "Your answer",
+                list(labels),
+                index=None,
+                format_func=labels.__getitem__,
+                key=f"pr_choice_{tag}",
+                disabled=disabled,
+            ),
+            labels,
+            None,
         )
     cols = st.columns(len(ex.fields))
     nums = []

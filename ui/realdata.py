@@ -18,7 +18,7 @@ import streamlit as st
 
 from normviz import LAYOUTS, NormConfigError
 from normviz.data import DEFAULT_GENERATOR, GENERATORS
-from normviz.pretrained import SOURCES, RealInput, RealTensor, build, photos
+from normviz.pretrained import SOURCES, RealInput, RealTensor, build
 from normviz.pretrained import minilm as minilm_module
 from ui import params as ns
 from ui import uploads
@@ -116,7 +116,7 @@ def _photo_upload(sb: Any) -> None:
     digest = hashlib.sha256(data).hexdigest()
     if PHOTOS.get(digest) is None:
         try:
-            img = photos.to_input(photos.decode_upload(data))
+            img = uploads.photo(data, digest)  # bounded worker; refusals remembered
         except NormConfigError as e:
             uploads.refusal(f.name, e)
             return

@@ -1,4 +1,11 @@
-"""User text shown inside the app's markdown: escaped, never live.
+"""What a visitor sends, made safe: user text shown inside the app's markdown
+(escaped, never live), and widget values checked against what the widget offered.
+
+A modified client can send any value for any widget. Streamlit passes a string it does
+not know through as the value of a selectbox, a radio or a multiselect, and a chart's
+selection event is whatever JSON arrived; a callback or page that indexes with such a
+value would raise. `offered`, `offered_all` and `points` keep what the widget offered
+and drop the rest, quietly (a crafted value is nobody's honest click).
 
 Anything a visitor controls (a URL value or parameter name, a file name, a tensor
 key, a loader's message quoting them) goes through `md_text` (plain text) or
@@ -20,6 +27,11 @@ Streamlit's markdown acts at three levels, and each is closed:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+T = TypeVar("T")
+D = TypeVar("D")
 
 # Every character CommonMark (and Streamlit's extensions: :colour[...], $math$) gives a meaning.
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=&\"'])")
@@ -71,3 +83,40 @@ def _span(s: str) -> str:
     fence = "`" * (1 + max((len(m) for m in _BACKTICKS.findall(s)), default=0))
     pad = " " if s[0] == "`" or s[-1] == "`" else ""
     return f"{fence}{pad}{s}{pad}{fence}"
+
+
+# ---- widget values: only what the widget offered -------------------------------------
+
+
+def _among(value: object, options: Iterable[object]) -> bool:
+    """`value` is one of `options`, of the same type (True is not the option 1)."""
+    if isinstance(options, range):
+        return type(value) is int and value in options
+    return any(type(value) is type(o) and value == o for o in options)
+
+
+def offered(value: object, options: Iterable[T], default: D) -> T | D:
+    """`value` if it is one of `options` (what the widget offered), else `default`."""
+    return value if _among(value, options) else default  # type: ignore[return-value]
+
+
+def offered_all(values: object, options: Iterable[T]) -> list[T]:
+    """The items of `values` (a list or tuple) that are among `options`, in their order,
+    each once; [] for anything else."""
+    if not isinstance(values, list | tuple):
+        return []
+    opts = options if isinstance(options, range) else list(options)
+    out: list = []
+    for v in values:
+        if _among(v, opts) and not _among(v, out):
+            out.append(v)
+    return out
+
+
+def points(event: object) -> list[Mapping]:
+    """The selected points of a chart's selection event, `{"selection": {"points":
+    [...]}}` as Streamlit stores it: only the points that are mappings; [] for any
+    other shape."""
+    sel = event.get("selection") if isinstance(event, Mapping) else None
+    pts = sel.get("points") if isinstance(sel, Mapping) else None
+    return [p for p in pts if isinstance(p, Mapping)] if isinstance(pts, list | tuple) else []

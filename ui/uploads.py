@@ -1,12 +1,23 @@
 """Uploaded files, parsed once: the one way a page reads a file a visitor sent.
 
 `parsed(file)` returns every tensor of an uploaded file as NumPy arrays (raising
-`TensorLoadError` with a message), cached on the file's SHA-256 and extension. The
-cache is sized by bytes, not entries: a parsed upload may hold up to
-`normviz.io.file_element_cap()` values (52 MB of float32), so "3 entries" could be
-anything from kilobytes to 300 MB. Refusals are cached too (a few hundred bytes
-each), so a hostile file is refused once, not on every rerun of its page.
-`refusal(name, err)` shows a refusal with the file name and message escaped.
+`TensorLoadError` with a message), cached on the file's SHA-256 and extension;
+`photo(data, digest)` a photo as the model's (224, 224, 3) input. The cache is sized
+by bytes, not entries: a parsed upload may hold up to `normviz.io.file_element_cap()`
+values (52 MB of float32), so "3 entries" could be anything from kilobytes to 300 MB.
+The arrays are read-only: every session that sends the same file shares them
+(`tensor(arr)` gives a torch copy to work on).
+
+Reading a file never holds up the class. It runs in a worker process bounded in CPU
+time and memory (`normviz.io.read_bounded`, `photos.read_upload`), behind a gate of
+its own (READS, two at a time) that, like the heavy gates, steps out of the page-run
+turn (`ui/runs.py`) while it waits and reads; hashing a large file steps out too. A
+bystander's click on another page is not queued behind anyone's upload.
+
+Refusals are remembered apart (REFUSED, by content hash, a few hundred bytes each,
+never evicted by parsed files): a hostile file costs its worker once, and is refused
+again at once on every rerun and every re-upload. `refusal(name, err)` shows a
+refusal with the file name and message escaped.
 """
 
 from __future__ import annotations
@@ -14,14 +25,17 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import streamlit as st
+import torch
 
-from normviz import io
+from normviz import NormConfigError, gate, io
+from normviz.pretrained import photos
 from ui.safe import md_text
 
 # Parsed uploads kept across sessions and reruns, in all: a few files of a class.
@@ -95,11 +109,31 @@ def _size(value: Entry) -> int:
 
 _ByteLRU = ByteLRU  # the name the tests know
 _CACHE = ByteLRU(CACHE_BYTES)
+# Refusals by cache key (their messages): 4,000 or more of them in 2 MB.
+REFUSED = ByteLRU(2 * 2**20, size=lambda msg: 256 + len(msg))
+# Files read at once per process (each in its own bounded worker): a heavy gate, so a
+# run waiting for it, or reading, steps out of the page-run turn.
+READS = gate.Gate("file reads", 2)
+_HASH_OUTSIDE = 2**20  # a larger file is hashed outside the turn (50 MB: about 0.1 s)
+
+
+@contextmanager
+def _off_turn() -> Iterator[None]:
+    """The block runs outside this thread's page-run turn (the gates' `around` hooks)."""
+    with ExitStack() as stack:
+        for hook in gate.around:
+            stack.enter_context(hook())
+        yield
 
 
 def key_of(data: bytes, name: str) -> str:
     """The cache key of a file: its SHA-256 and its extension (which decides the parser)."""
-    return f"{hashlib.sha256(data).hexdigest()}|{Path(str(name)).suffix.lower()}"
+    if len(data) > _HASH_OUTSIDE:
+        with _off_turn():
+            digest = hashlib.sha256(data).hexdigest()
+    else:
+        digest = hashlib.sha256(data).hexdigest()
+    return f"{digest}|{Path(str(name)).suffix.lower()}"
 
 
 def cached(key: str) -> dict[str, np.ndarray] | None:
@@ -108,11 +142,25 @@ def cached(key: str) -> dict[str, np.ndarray] | None:
     return dict(hit) if isinstance(hit, dict) else None
 
 
+def _read(key: str, error: type[ValueError], read: Callable[[], Any]) -> Any:
+    """`read()` through READS, its refusal remembered under `key`; a refusal already
+    remembered is raised at once, `read` not called."""
+    said = REFUSED.get(key)
+    if said is None:
+        try:
+            with READS.enter():
+                return read()
+        except error as e:
+            said = str(e)
+            REFUSED.put(key, said)
+    raise error(said)
+
+
 def parsed_bytes(data: bytes, name: str) -> dict[str, np.ndarray]:
     """Every tensor of a file's bytes, by key (`normviz.io.load_tensors`), as arrays.
 
-    The arrays are shared by every session that sends the same file: read them, do
-    not write into them (torch.from_numpy(a) shares memory too; .clone() to modify).
+    The arrays are read-only and shared by every session that sends the same file:
+    `tensor(arr)` gives a torch copy.
 
     Raises:
         TensorLoadError: the file is refused; the message says why (plain text: show
@@ -121,14 +169,25 @@ def parsed_bytes(data: bytes, name: str) -> dict[str, np.ndarray]:
     key = key_of(data, name)
     hit = _CACHE.get(key)
     if hit is None:
-        try:
-            hit = {k: t.numpy() for k, t in io.load_tensors(data, name).items()}
-        except io.TensorLoadError as e:
-            hit = e
+        hit = _read(key, io.TensorLoadError, lambda: io.read_bounded(data, name))
         _CACHE.put(key, hit)
-    if isinstance(hit, io.TensorLoadError):
-        raise io.TensorLoadError(str(hit))
     return dict(hit)
+
+
+def photo(data: bytes, digest: str) -> np.ndarray:
+    """An uploaded photo as the model's (224, 224, 3) uint8 input (read-only), decoded
+    in a bounded worker (`photos.read_upload`); `digest` is its SHA-256 (the caller
+    caches the result under it).
+
+    Raises:
+        NormConfigError: the photo is refused; the message says why.
+    """
+    return _read(f"{digest}|photo", NormConfigError, lambda: photos.read_upload(data))
+
+
+def tensor(arr: np.ndarray) -> torch.Tensor:
+    """A torch tensor of a cached (shared, read-only) array: a copy, this run's own."""
+    return torch.from_numpy(np.array(arr))
 
 
 def parsed(file: Upload) -> dict[str, np.ndarray]:

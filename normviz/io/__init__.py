@@ -19,9 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from normviz.io import arrays, torchfiles
+from normviz.io import arrays, torchfiles, worker
 from normviz.io.checks import (
     MAX_DEPTH,
     MAX_TENSORS,
@@ -70,6 +71,20 @@ def load_tensors(data: bytes, filename: str) -> dict[str, torch.Tensor]:
             than MAX_TENSORS tensors or nesting deeper than MAX_DEPTH; object, text,
             complex or unreadable dtypes; NaN, ±inf, or values beyond ±`max_magnitude()`.
     """
+    data, ext = _first_checks(data, filename)
+    raw = _READERS[ext](data)
+    names = {k: k if len(raw) > 1 else SINGLE_KEY for k in raw}
+    # sizes from shapes before any copy: a zero-stride (expanded) tensor's numel counts
+    check_shapes((names[k], tuple(t.shape)) for k, t in raw.items())
+    tensors = {}
+    for k, t in raw.items():
+        tensors[k] = to_plain(t, names[k])
+        check_values(tensors[k], names[k])
+    return tensors
+
+
+def _first_checks(data: object, filename: str) -> tuple[bytes, str]:
+    """(the bytes, the extension) once the type, the size and the extension pass."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise TensorLoadError(f"expected the file's bytes, got {type(data).__name__}")
     data = bytes(data)
@@ -88,15 +103,30 @@ def load_tensors(data: bytes, filename: str) -> dict[str, torch.Tensor]:
         )
     if not data:
         raise TensorLoadError(f"{name!r} is empty (0 bytes)")
-    raw = _READERS[ext](data)
-    names = {k: k if len(raw) > 1 else SINGLE_KEY for k in raw}
-    # sizes from shapes before any copy: a zero-stride (expanded) tensor's numel counts
-    check_shapes((names[k], tuple(t.shape)) for k, t in raw.items())
-    tensors = {}
-    for k, t in raw.items():
-        tensors[k] = to_plain(t, names[k])
-        check_values(tensors[k], names[k])
-    return tensors
+    return data, ext
+
+
+def load_arrays(data: bytes, filename: str) -> dict[str, np.ndarray]:
+    """`load_tensors` as NumPy arrays: the bounded worker's job (`read_bounded`)."""
+    return {k: t.numpy() for k, t in load_tensors(data, filename).items()}
+
+
+# A file at the upload limit parses in about 4 CPU-s (a 50 MB CSV), after the worker's
+# imports (torch: about 1.3 CPU-s, 0.65 GB of address space).
+TENSOR_BUDGET = worker.Budget(cpu_s=10.0, memory=3 * 2**30)
+
+
+def read_bounded(data: bytes, filename: str) -> dict[str, np.ndarray]:
+    """Every tensor of a file as read-only NumPy arrays (float32, or float64 kept), read
+    by `load_tensors` in a worker process bounded by TENSOR_BUDGET (`worker`): no file
+    costs the server more than that. The cheap refusals (type, size) come first, here.
+
+    Raises:
+        TensorLoadError: everything `load_tensors` refuses, and a file whose reading
+            would exceed the budget.
+    """
+    data, _ = _first_checks(data, filename)
+    return worker.run("normviz.io:load_arrays", data, filename, TENSOR_BUDGET, TensorLoadError)
 
 
 @dataclass(frozen=True)
@@ -191,5 +221,6 @@ __all__ = [
     "load_tensors",
     "max_magnitude",
     "pick",
+    "read_bounded",
     "upload_limit_bytes",
 ]

@@ -9,10 +9,7 @@ disk) or a shape of `[0, 2**62]` is refused before anything is allocated.
 from __future__ import annotations
 
 import math
-import tomllib
 from collections.abc import Iterable
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -21,8 +18,8 @@ from normviz.limits import max_elements
 
 # A .pt/.npy file with one unnamed tensor is returned under this key.
 SINGLE_KEY = "tensor"
-_CONFIG = Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml"
-_DEFAULT_UPLOAD_MB = 50
+# The largest file the app reads, in MB (the README's "up to 50 MB").
+UPLOAD_MB = 50
 # More tensors than this in one file is not a checkpoint a class uploads (a 1,000-block
 # model's state_dict holds 7,000); each one costs Python objects, whatever its size.
 MAX_TENSORS = 10_000
@@ -37,15 +34,11 @@ class TensorLoadError(ValueError):
     that shows it in markdown escapes it, for it quotes file names and keys)."""
 
 
-@lru_cache(maxsize=1)
 def upload_limit_bytes() -> int:
-    """The upload limit in bytes: server.maxUploadSize of .streamlit/config.toml (MB)."""
-    try:
-        with _CONFIG.open("rb") as f:
-            mb = int(tomllib.load(f)["server"]["maxUploadSize"])
-    except (OSError, KeyError, TypeError, ValueError, tomllib.TOMLDecodeError):
-        mb = _DEFAULT_UPLOAD_MB
-    return max(1, mb) * 1024 * 1024
+    """The app's upload limit in bytes: UPLOAD_MB (50 MB). Streamlit's own limit
+    (server.maxUploadSize in .streamlit/config.toml) is set higher, so a file over this
+    one reaches the app and is refused with its message, not with a reset connection."""
+    return UPLOAD_MB * 2**20
 
 
 def file_element_cap() -> int:

@@ -4,23 +4,31 @@
     scene_photos()           # (8, 224, 224, 3) uint8: those two and six of scikit-image's
     to_input(img)            # any (H, W, 3) uint8 → (224, 224, 3): short side, centre crop
     decode_upload(data)      # PNG/JPEG bytes → (H, W, 3) uint8, or NormConfigError
+    read_upload(data)        # → (224, 224, 3) uint8, decoded in a bounded worker
 
-An upload is checked before it costs memory: the byte count, the magic bytes (PNG
-or JPEG only), then the pixel count read from the header (Pillow opens lazily),
-under a decompression-bomb limit; `verify()` walks the file, and only then is a
-fresh copy decoded. EXIF orientation is ignored (the pixels as stored).
+An upload is checked before it costs memory or time (`inspect`, a few milliseconds):
+the byte count, the magic bytes (PNG or JPEG only), then from the header (Pillow
+opens lazily) both sides, the pixel count, the aspect ratio (the resize to a 224-pixel
+short side must stay small) and, for a JPEG, the number of scans (a progressive JPEG
+that repeats a scan ten thousand times is 1 MB and costs a second per thousand).
+Only then is it decoded: `verify()` walks the file, and a fresh copy is decoded. A
+server decodes in a worker process bounded by PHOTO_BUDGET (`normviz.io.worker`),
+so no photo costs it more than about a second of CPU. EXIF orientation is ignored
+(the pixels as stored).
 """
 
 from __future__ import annotations
 
 import functools
 import io
+import re
 import warnings
 
 import numpy as np
 from PIL import Image, ImageFilter, UnidentifiedImageError
 
 from normviz.errors import NormConfigError
+from normviz.io import worker
 
 SIDE = 224
 SAMPLE_PHOTOS: tuple[str, ...] = ("china", "flower")  # scikit-learn's load_sample_images()
@@ -41,6 +49,16 @@ SCENE_PHOTOS: tuple[str, ...] = tuple(SCENES)
 MAX_BYTES = 8 * 2**20  # 8 MB
 MAX_PIXELS = 4096 * 4096  # width × height, from the header
 MAGIC: dict[str, bytes] = {"PNG": b"\x89PNG\r\n\x1a\n", "JPEG": b"\xff\xd8\xff"}
+# long side / short side: a panorama is about 4:1. At 16:1 the resize to a 224-pixel
+# short side makes at most 224 × 3,584 pixels; at 4096 × 1 it would ask for 13 GB.
+MAX_ASPECT = 16
+# A JPEG's scans (SOS markers): baseline has 1 (or one per component), libjpeg's
+# progressive files 6 (grey) or 10 (colour). Each scan is a pass over every pixel.
+MAX_SCANS = 12
+# What decoding one photo may cost the server: a 4096 × 4096 progressive JPEG decodes
+# and resizes in about 0.5 CPU-s and 0.2 GB.
+PHOTO_BUDGET = worker.Budget(cpu_s=1.0, memory=768 * 2**20, deadline_s=60.0)
+_MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")  # a marker: not a stuffed byte or a restart
 
 
 def to_input(img: np.ndarray) -> np.ndarray:
@@ -51,6 +69,7 @@ def to_input(img: np.ndarray) -> np.ndarray:
             f"an image must be (height, width, 3) uint8 RGB, got {a.shape} {a.dtype}"
         )
     h, w = a.shape[:2]
+    _check_size((w, h))
     scale = SIDE / min(h, w)
     nh, nw = max(SIDE, round(h * scale)), max(SIDE, round(w * scale))
     im = Image.fromarray(a).resize((nw, nh), Image.Resampling.BILINEAR)
@@ -111,12 +130,13 @@ def _kind(data: bytes) -> str:
     raise NormConfigError("the upload is not a PNG or JPEG image (its first bytes say otherwise)")
 
 
-def decode_upload(data: bytes) -> np.ndarray:
-    """A PNG or JPEG upload → (H, W, 3) uint8 RGB.
+def inspect(data: bytes) -> tuple[str, int, int]:
+    """(format, width, height) of an upload, from its header: cheap checks only.
 
     Raises:
-        NormConfigError: empty, too many bytes, not PNG/JPEG, too many pixels (from the
-        header, before decoding), broken or truncated, or a declared format that lies.
+        NormConfigError: empty, too many bytes, not PNG/JPEG, a side of 0, too many
+        pixels, a long side more than MAX_ASPECT times the short one, more than
+        MAX_SCANS scans in a JPEG, or a header that cannot be read.
     """
     if not isinstance(data, bytes | bytearray | memoryview):
         raise NormConfigError("the upload must be the bytes of a PNG or JPEG file")
@@ -132,24 +152,121 @@ def decode_upload(data: bytes) -> np.ndarray:
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
             with Image.open(io.BytesIO(data), formats=[kind]) as im:  # lazy: the header only
+                size = im.size
+        except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+            raise _too_many_pixels() from None
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as e:
+            raise NormConfigError(f"the {kind} file is broken or truncated: {e}") from None
+    _check_size(size)
+    if kind == "JPEG" and jpeg_scans(data) > MAX_SCANS:
+        raise NormConfigError(
+            f"the JPEG file has more than {MAX_SCANS} scans; a progressive JPEG has up to 10, "
+            "and each scan costs a pass over every pixel: save it again as a baseline "
+            "(non-progressive) JPEG or a PNG"
+        )
+    return kind, *size
+
+
+def jpeg_scans(data: bytes, stop: int = MAX_SCANS) -> int:
+    """How many scans (SOS segments) a JPEG holds, counting up to `stop` + 1.
+
+    Walks the segments by their lengths (an APP segment's payload may hold any bytes);
+    a scan's entropy-coded data runs to the next marker, found with one regex search
+    (inside it 0xFF is followed by 0x00, a restart marker or another 0xFF).
+    """
+    i, n, scans = 2, len(data), 0
+    while i + 4 <= n and scans <= stop:
+        if data[i] != 0xFF:  # bytes between segments: the decoder says it is broken
+            m = _MARKER.search(data, i)
+            if m is None:
+                break
+            i = m.start()
+        marker = data[i + 1]
+        if marker == 0xFF:  # a fill byte
+            i += 1
+            continue
+        if marker == 0xD9:  # end of image
+            break
+        if 0xD0 <= marker <= 0xD7 or marker == 0x01:  # no payload
+            i += 2
+            continue
+        i += 2 + int.from_bytes(data[i + 2 : i + 4], "big")
+        if marker == 0xDA:
+            scans += 1
+            m = _MARKER.search(data, i)
+            if m is None:
+                break
+            i = m.start()
+    return scans
+
+
+def decode_upload(data: bytes) -> np.ndarray:
+    """A PNG or JPEG upload → (H, W, 3) uint8 RGB, decoded here (`inspect` first).
+
+    Raises:
+        NormConfigError: everything `inspect` refuses; broken or truncated, or a
+        declared format that lies.
+    """
+    inspect(data)
+    return _pixels(bytes(data))
+
+
+def decoded_input(data: bytes, name: str = "") -> np.ndarray:
+    """`to_input(decode_upload(data))`: the bounded worker's job (`read_upload`). A
+    large JPEG is decoded at 1/2, 1/4 or 1/8 scale where that still leaves the short
+    side at least 224 (libjpeg's DCT scaling: 5x cheaper for 4096 × 4096)."""
+    _, w, h = inspect(data)
+    scale = SIDE / min(w, h)
+    return to_input(
+        _pixels(bytes(data), (max(SIDE, round(w * scale)), max(SIDE, round(h * scale))))
+    )
+
+
+def read_upload(data: bytes) -> np.ndarray:
+    """A PNG or JPEG upload → (224, 224, 3) uint8 (read-only), as `to_input` makes it:
+    checked here (`inspect`), decoded in a worker bounded by PHOTO_BUDGET.
+
+    Raises:
+        NormConfigError: everything `decode_upload` refuses, and a photo whose
+        decoding would exceed the budget.
+    """
+    inspect(data)
+    job = "normviz.pretrained.photos:decoded_input"
+    return worker.run(job, bytes(data), "", PHOTO_BUDGET, NormConfigError)[""]
+
+
+def _pixels(data: bytes, at_least: tuple[int, int] | None = None) -> np.ndarray:
+    """Decode a PNG or JPEG's pixels as (H, W, 3) uint8, with no check of its cost; a
+    JPEG scaled down while both sides stay `at_least` (width, height), if given."""
+    kind = _kind(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        try:
+            with Image.open(io.BytesIO(data), formats=[kind]) as im:
                 _check_size(im.size)
                 im.verify()
             with Image.open(io.BytesIO(data), formats=[kind]) as im:
                 _check_size(im.size)
+                if at_least is not None and kind == "JPEG":
+                    im.draft("RGB", at_least)
                 rgb = _to_rgb(im)
         except NormConfigError:
             raise
         except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-            raise NormConfigError(
-                f"the image declares too many pixels to decode safely; the limit is "
-                f"{MAX_PIXELS:,} pixels (4096 × 4096): scale it down first"
-            ) from None
+            raise _too_many_pixels() from None
         except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as e:
             raise NormConfigError(f"the {kind} file is broken or truncated: {e}") from None
     a = np.asarray(rgb, dtype=np.uint8)
     if a.ndim != 3 or a.shape[2] != 3:
         raise NormConfigError(f"the image decoded to shape {a.shape}, not (height, width, 3)")
     return a
+
+
+def _too_many_pixels() -> NormConfigError:
+    return NormConfigError(
+        f"the image declares too many pixels to decode safely; the limit is "
+        f"{MAX_PIXELS:,} pixels (4096 × 4096): scale it down first"
+    )
 
 
 def _check_size(size: tuple[int, int]) -> None:
@@ -160,6 +277,11 @@ def _check_size(size: tuple[int, int]) -> None:
         raise NormConfigError(
             f"the image is {w:,} × {h:,} pixels ({w * h:,}); the limit is {MAX_PIXELS:,} "
             "pixels (4096 × 4096): scale it down first"
+        )
+    if max(w, h) > MAX_ASPECT * min(w, h):
+        raise NormConfigError(
+            f"the image is {w:,} × {h:,} pixels: its long side is {max(w, h) / min(w, h):,.1f} "
+            f"times its short side, over the limit of {MAX_ASPECT}: crop it first"
         )
 
 
