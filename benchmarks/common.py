@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamlit.components.v2.component_manager import BidiComponentManager
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest, local_script_runner
 from streamlit.testing.v1 import app_test as app_test_module
@@ -117,30 +116,6 @@ def shape_label(layout: str, shape: tuple[int, ...]) -> str:
 # ---- AppTest -----------------------------------------------------------------------
 
 
-class EntryAppTest(AppTest):
-    """AppTest that always runs app.py, as a warmed-up server does.
-
-    AppTest resets PagesManager.uses_pages_directory before every run, and with a
-    pages/ folder present Streamlit then runs a switched-to page file on its own
-    (legacy multipage mode: no app.py, so no sidebar, no URL reading, no error
-    wrapper). A real server leaves that mode for good once any run has called
-    st.navigation; this harness starts every run in that state.
-    """
-
-    def _run(self, widget_state=None, timeout=None):  # type: ignore[no-untyped-def]
-        original = PagesManager.__init__
-
-        def init(pm: PagesManager, *args: object, **kwargs: object) -> None:
-            original(pm, *args, **kwargs)
-            PagesManager.uses_pages_directory = False
-
-        PagesManager.__init__ = init  # type: ignore[method-assign]
-        try:
-            return super()._run(widget_state, timeout)
-        finally:
-            PagesManager.__init__ = original  # type: ignore[method-assign]
-
-
 @functools.cache
 def _components() -> BidiComponentManager:
     manager = BidiComponentManager()
@@ -171,7 +146,7 @@ def share_components(at: AppTest) -> AppTest:
 
 def app_test(page: str, query: dict[str, str] | None = None, timeout: float = 600) -> AppTest:
     """An AppTest of app.py on `page`, with `query` applied before the first run (not run)."""
-    at = share_components(EntryAppTest(ROOT / "app.py", default_timeout=timeout))
+    at = share_components(AppTest(ROOT / "app.py", default_timeout=timeout))
     for k, v in (query or {}).items():
         at.query_params[k] = v
     if page != HOME:

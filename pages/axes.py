@@ -9,7 +9,9 @@ import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import LAYOUTS, axes
-from ui import runner, state
+from ui import route, runner, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "axes"  # the URL path; its own URL parameters are axes.KNOBS
 FLAT_KEY = "axes_flat_view"  # the clickable chart's widget key

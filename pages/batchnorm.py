@@ -11,7 +11,9 @@ from normviz import batchnorm as bn
 from normviz.knobs import Knob
 from normviz.sections import Section
 from ui import params as ns
-from ui import runner, state
+from ui import route, runner, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "batchnorm"
 TAB_KEY = "bn_tab"
@@ -135,16 +137,14 @@ st.title(bn.TITLE)
 st.markdown(bn.INTRO)
 params = state.page_params(PAGE)
 lab = controls(state.settings())
-if not runner.guard(lambda: bn.check(lab)):
-    st.stop()
-
-labels = {s.slug: s.label for s in bn.SECTIONS}
-# the first tab comes from the URL; `default` must then stay fixed, or the tabs would reset
-first = st.session_state.setdefault("_bn_first_tab", labels[params["sim"]])
-tabs = st.tabs(list(labels.values()), key=TAB_KEY, on_change="rerun", default=first)
-open_label = st.session_state.get(TAB_KEY, first)
-for section, tab in zip(bn.SECTIONS, tabs, strict=True):
-    if section.label == open_label:
-        st.session_state["sim"] = section.slug
-        with tab:
-            show(section, lab, state.presenter())
+if runner.guard(lambda: bn.check(lab)):  # no st.stop: app.py writes the URL after the page
+    labels = {s.slug: s.label for s in bn.SECTIONS}
+    # the first tab comes from the URL; `default` must then stay fixed, or the tabs would reset
+    first = st.session_state.setdefault("_bn_first_tab", labels[params["sim"]])
+    tabs = st.tabs(list(labels.values()), key=TAB_KEY, on_change="rerun", default=first)
+    open_label = st.session_state.get(TAB_KEY, first)
+    for section, tab in zip(bn.SECTIONS, tabs, strict=True):
+        if section.label == open_label:
+            st.session_state["sim"] = section.slug
+            with tab:
+                show(section, lab, state.presenter())

@@ -10,7 +10,9 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import choose
 from normviz.knobs import Knob, Value
 from normviz.sections import Section
-from ui import inputs, runner, state
+from ui import inputs, route, runner, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "choose"  # the URL path; its knobs are choose.KNOBS (ui.params.PAGE_PARAMS[PAGE])
 
@@ -64,7 +66,6 @@ def section(s: Section) -> None:
     runner.show(PAGE, s, setup, knobs, state.presenter(), intro=False)
 
 
-state.settings()  # runs this page through app.py on a first visit (shared sidebar)
 st.title("Which normalization?")
 state.page_params(PAGE)  # the guide's answers and the audited model, from a link
 for s in choose.SECTIONS:

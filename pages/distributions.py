@@ -11,8 +11,10 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import distributions as dist
 from normviz.distributions import downloads
 from normviz.sections import Section
-from ui import inputs, runner, state
+from ui import inputs, route, runner, state
 from ui.safe import md_text
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "distributions"  # the URL path: its own URL parameters are distributions.KNOBS
 

@@ -13,7 +13,9 @@ from normviz import residual as rs
 from normviz.knobs import Knob
 from normviz.residual import placement, training
 from normviz.sections import Section
-from ui import runner, state
+from ui import route, runner, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "residual"  # the URL path: the widgets' ranges and choices are rs.KNOBS
 SETUP = rs.Setup()
@@ -84,7 +86,6 @@ def _section(section: Section) -> None:
         _formulas(res)
 
 
-state.settings()  # runs this page through app.py on a first visit (shared sidebar)
 st.title("Pre-norm vs post-norm")
 state.page_params(PAGE)  # every section's settings, from a link (warns about bad values)
 for sec in rs.SECTIONS:

@@ -11,7 +11,9 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import training
 from normviz.knobs import Knob, Value
 from normviz.sections import Section, by_slug
-from ui import runner, state
+from ui import route, runner, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "training"  # the URL path; its knobs are training.KNOBS (ui.params.PAGE_PARAMS[PAGE])
 
@@ -41,7 +43,7 @@ def show(section: Section, setup: training.Setup) -> None:
     runner.show(PAGE, section, setup, knobs, state.presenter(), intro=False)
 
 
-shared = state.settings()  # runs this page through app.py on a first visit (shared sidebar)
+shared = state.settings()
 st.title("Training lab")
 st.markdown(training.INTRO)
 state.page_params(PAGE)  # the experiment and its knobs, from a link

@@ -18,15 +18,13 @@ from typing import Any
 
 import streamlit as st
 import torch
-from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
 from normviz import LAYOUTS, METHODS, NormConfigError
 from normviz.data import generate
 from ui import params as ns
-from ui import realdata
+from ui import realdata, route
 from ui.pages import controls
-from ui.route import ensure_entrypoint
 from ui.uploads import ByteLRU
 
 PRESENT = "present"  # presenter mode: the URL name and the widget key
@@ -271,13 +269,12 @@ def write_url(page: str) -> None:
 @contextmanager
 def url_written(page: str) -> Iterator[None]:
     """Run the block (the sidebar and the page), then `write_url(page)`: also when it
-    stopped (st.stop) or failed, not when it reruns (st.rerun, st.switch_page: the next
-    run writes the URL of the view it shows)."""
+    failed, not when Streamlit ended it early (st.rerun, st.switch_page, st.stop, a newer
+    click: its script-control exceptions are BaseExceptions, not Exceptions; the next run
+    writes the URL of the view it shows). Pages therefore never call st.stop."""
     try:
         yield
-    except RerunException:
-        raise
-    except BaseException:
+    except Exception:
         write_url(page)
         raise
     write_url(page)
@@ -294,7 +291,6 @@ def show_warnings() -> None:
 
 def settings() -> ns.Settings:
     """The shared settings of this run (the sidebar has been drawn by app.py)."""
-    ensure_entrypoint()
     s = st.session_state.get(_INPUT)
     return s if s is not None else ns.Settings()
 
@@ -347,7 +343,6 @@ def page_params(page: str) -> dict[str, Any]:
     """This page's own widget values: seeded from the URL on first use (with a warning
     for each value that fell back), kept alive, and written to the URL at the end of
     every run (`write_url`)."""
-    ensure_entrypoint()
     params = ns.PAGE_PARAMS.get(page, ())
     missing = [p for p in params if p.name not in st.session_state]
     if missing:
@@ -367,12 +362,6 @@ def page_params(page: str) -> dict[str, Any]:
     return {p.name: st.session_state[p.name] for p in params}
 
 
-def _fragment_rerun() -> bool:
-    """Is this run a fragment's own rerun (app.py's end-of-run write will not come)?"""
-    ctx = get_script_run_ctx()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
-
-
 def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: Any) -> Any:
     """A widget for page parameter `name` whose value also lives in the URL: written at
     the end of the run with the others, or at once in a fragment's own rerun."""
@@ -385,7 +374,7 @@ def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: A
         if p.hi is not None:
             kwargs.setdefault("max_value", type(p.default)(p.hi))
     value = fn(label, key=name, **kwargs)
-    if _fragment_rerun():
+    if not route.full_run():  # a fragment's own rerun: app.py's end-of-run write will not come
         write_url(page)  # one message, and only if a value changed
     return value
 
