@@ -28,6 +28,7 @@ from ui.pages import available
 from ui.params import SIZE_LIMITS, max_elements
 
 ROOT = Path(__file__).resolve().parent.parent
+ENTRY = Path(__file__).resolve().parent / "apptest_entry.py"  # app.py, as on a warm server
 CHROMIUM = os.environ.get("NORMVIZ_CHROMIUM", "/usr/bin/chromium")
 # the same flags as tests/conftest.py: no sandbox (root in a container), no GPU
 CHROMIUM_ARGS = [
@@ -146,11 +147,11 @@ def share_components(at: AppTest) -> AppTest:
 
 def app_test(page: str, query: dict[str, str] | None = None, timeout: float = 600) -> AppTest:
     """An AppTest of app.py on `page`, with `query` applied before the first run (not run)."""
-    at = share_components(AppTest(ROOT / "app.py", default_timeout=timeout))
+    at = share_components(AppTest(ENTRY, default_timeout=timeout))
     for k, v in (query or {}).items():
         at.query_params[k] = v
     if page != HOME:
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"../pages/{page}.py")
     return at
 
 
