@@ -7,7 +7,7 @@ import logging
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time; torch on one thread)
-from ui import css, realdata, route, runs, state
+from ui import css, realdata, route, runs, sidebar, state
 
 presenter = state.link_presenter()  # from the session, or on a first visit the link
 st.set_page_config(
@@ -24,7 +24,7 @@ page = st.navigation(route.app_pages())
 try:
     # the query string is written once per run; the run is marked as app.py's (ui.route)
     with runs.turn(), route.through_app(page.url_path), state.url_written(page.url_path):
-        state.sidebar(page.url_path)
+        sidebar.draw(page.url_path)
         state.show_warnings()
         realdata.show_note()  # what a real data source's tensor is, on the pages using one
         page.run()

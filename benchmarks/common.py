@@ -41,7 +41,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 HOME = "home"  # our name for the page at "/"
-# A finished script run in the browser (DESIGN.md: platform facts). Before the first
+# A finished script run in the browser (docs/architecture.md: platform facts). Before the first
 # run starts the app also reports "notRunning", so wait for the sidebar's presenter
 # toggle too: app.py draws it on every page, at the start of every run.
 DONE_JS = """() => {

@@ -34,7 +34,7 @@ def _on_convention() -> None:
 def controls(s: ns.Settings) -> bn.LabSetup:
     """Batch size, steps, update rule and momentum: they change every section."""
     if RULE_KEY not in st.session_state:
-        conv = st.session_state["convention"]
+        conv = state.value("convention")
         st.session_state[RULE_KEY] = conv if conv in ("pytorch", "keras") else "pytorch"
     cols = st.columns([1, 1, 1.3, 1])
     with cols[0]:
@@ -70,13 +70,11 @@ def controls(s: ns.Settings) -> bn.LabSetup:
 
 def _batch_size() -> int:
     """Batch size on a log scale (powers of two); a link's other value snaps to the nearest."""
-    asked = int(st.session_state["batch_size"])
+    asked = int(state.value("batch_size"))
     if asked not in bn.BATCH_SIZES:
         st.session_state["batch_size"] = used = bn.snap_batch(asked)
         st.session_state[SNAP_KEY] = (bn.snap_note(asked, used), used)
-    k = next(k for k in bn.KNOBS if k.name == "batch_size")
-    b = st.select_slider(k.label, bn.BATCH_SIZES, key=k.name, help=bn.HELP.get(k.name))
-    return int(b)
+    return int(_widget(st.select_slider, "batch_size", options=list(bn.BATCH_SIZES)))
 
 
 def _widget(fn: Any, name: str, **kw: Any) -> Any:
@@ -97,14 +95,15 @@ def _knob(k: Knob, box: Any) -> Any:
 
 def _channel(C: int, k: Knob) -> int:
     """Which channel a plot follows (in the URL; one past the sidebar's C: channel 0)."""
-    if int(st.session_state[k.name]) >= C:
+    if int(state.value(k.name)) >= C:
         st.session_state[k.name] = 0
     return int(_widget(st.columns([1, 4])[0].number_input, k.name, max_value=C - 1, step=1))
 
 
 def _step(k: Knob, steps: int) -> int:
     """The batch a step-through view stops at (in the URL; 0: every batch)."""
-    st.session_state[k.name] = min(int(st.session_state[k.name]), steps)
+    if int(state.value(k.name)) > steps:  # the sidebar's steps may have shrunk
+        st.session_state[k.name] = steps
     return int(_widget(st.columns([1, 2])[0].number_input, k.name, max_value=steps, step=1))
 
 

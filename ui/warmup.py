@@ -88,7 +88,15 @@ def _import_all() -> None:
     for name in _topics():
         importlib.import_module(name)
     # the UI modules every page uses (they import streamlit's runtime pieces)
-    for name in ("ui.params", "ui.route", "ui.state", "ui.runner", "ui.inputs", "ui.home"):
+    for name in (
+        "ui.params",
+        "ui.route",
+        "ui.state",
+        "ui.sidebar",
+        "ui.runner",
+        "ui.inputs",
+        "ui.home",
+    ):
         importlib.import_module(name)
 
 
