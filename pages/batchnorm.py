@@ -10,8 +10,8 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import batchnorm as bn
 from normviz.knobs import Knob
 from normviz.sections import Section
+from ui import knobs, route, runner, state
 from ui import params as ns
-from ui import route, runner, state
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
@@ -83,16 +83,6 @@ def _widget(fn: Any, name: str, **kw: Any) -> Any:
     return state.widget(fn, name, k.label, PAGE, help=bn.HELP.get(name), **kw)
 
 
-def _knob(k: Knob, box: Any) -> Any:
-    """A section's own knob in `box`: a radio for named choices, else a (labelled) slider."""
-    if k.choices is not None:
-        kw = {"format_func": lambda v: bn.choice_label(k.name, v)}
-        if isinstance(k.choices[0], int):
-            return _widget(box.select_slider, k.name, **kw)
-        return _widget(box.radio, k.name, horizontal=True, **kw)
-    return _widget(box.slider, k.name, **({"step": 0.1} if isinstance(k.default, float) else {}))
-
-
 def _channel(C: int, k: Knob) -> int:
     """Which channel a plot follows (in the URL; one past the sidebar's C: channel 0)."""
     if int(state.value(k.name)) >= C:
@@ -110,20 +100,22 @@ def _step(k: Knob, steps: int) -> int:
 def _knobs(section: Section) -> dict[str, Any]:
     """A section's own widgets, side by side; their values."""
     cols = st.columns(len(section.knobs)) if section.knobs else []
-    return {k.name: _knob(k, col) for k, col in zip(section.knobs, cols, strict=True)}
+    return {
+        k.name: knobs.draw(k, PAGE, bn, col) for k, col in zip(section.knobs, cols, strict=True)
+    }
 
 
 @st.fragment
 def show(section: Section, setup: bn.LabSetup, presenter: bool) -> None:
     """One section with its own widgets (they rerun only this)."""
     st.markdown(section.intro)
-    knobs = _knobs(section)
+    values = _knobs(section)
     view: dict[str, Any] = {}
     if section.slug in bn.CHANNEL_VIEWS:
         view["channel"] = _channel(setup.C, bn.CHANNEL_VIEWS[section.slug])
     if section.slug in bn.STEP_VIEWS:
         view["step"] = _step(bn.STEP_VIEWS[section.slug], setup.steps)
-    res = runner.show(PAGE, section, setup, knobs, presenter, intro=False, view=view)
+    res = runner.show(PAGE, section, setup, values, presenter, intro=False, view=view)
     for part in bn.PARTS.get(section.slug, ()):
         part_setup = bn.part_setup(part, setup, res)
         if part_setup is not None:

@@ -172,7 +172,7 @@ def wait_done(p, timeout: float = 60_000) -> None:
     p.wait_for_timeout(300)
     # ... and for the shared sidebar (its presenter toggle: every page has it): a
     # server's very first run may render a page alone before
-    # ui.state.ensure_entrypoint reroutes it through app.py
+    # ui.route.entry reroutes it through app.py
     p.wait_for_function(
         """() => document.querySelector('[data-testid=stApp]')
                  .getAttribute('data-test-script-state') === 'notRunning'

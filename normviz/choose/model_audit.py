@@ -27,7 +27,9 @@ INSPECT_INTRO = (
     "(torch.fx) back from each residual add, their input shapes with forward hooks, and "
     "the saved buffers from the state_dict."
 )
-INSPECT_KNOBS = (Knob("model", next(iter(ZOO)), choices=tuple(MODELS), label="Model"),)
+INSPECT_KNOBS = (
+    Knob("model", next(iter(ZOO)), choices=tuple(MODELS), label="Model", widget="select"),
+)
 OPTIMIZER_FOLD = "Optimizer recipe: no weight decay on γ, β and biases"
 DECAY_WHY = (
     "Weight decay pulls γ toward 0 and so fights the scale the layer learned. This recipe "
