@@ -83,7 +83,8 @@ def initial(fn: Callable[..., Any], name: str, options: list[Any] | None = None)
 def init_from_url(page: str) -> None:
     """On a session's first run, read the shared settings of the link (`LINK`), with a
     warning for every value that fell back. A real source's layer and text are put in
-    the session at once (ui.realdata draws their widgets)."""
+    the session at once (ui.realdata draws their widgets without a default; a value the
+    browser sent for them after a process change is therefore not kept)."""
     if LINK in st.session_state:
         return
     page_names = [p.name for p in ns.PAGE_PARAMS.get(page, ())]
@@ -120,8 +121,6 @@ def seed_view() -> list[str]:
 def remember(s: ns.Settings, page: str, view_warnings: list[str]) -> ns.Settings:
     """Keep the sidebar's settings `s` for this run (`settings()`, the URL); the input the
     page runs on (a real source's shape: ui.realdata); the view's warnings."""
-    # ui.realdata draws these two without persist_state: their last values stay here
-    st.session_state[LINK].update(layer=value("layer"), text=value("text"))
     st.session_state[_SETTINGS] = s
     st.session_state[_INPUT] = run = realdata.effective(s, page)
     st.session_state[_WARN] = st.session_state.get(_WARN, []) + [(w, s) for w in view_warnings]
