@@ -25,16 +25,24 @@ pytestmark = pytest.mark.browser
 class Case:
     path: str  # the link opened, e.g. "batchnorm?sim=gradients"
     key: str  # the widget's key (its element carries the class st-key-<key>)
-    change: Callable[..., None]  # what the test does to the widget (a Playwright locator)
+    change: Callable[..., None]  # what the test does to the widget (its locator; the page)
     url: str  # what the URL holds once the fragment has rerun, e.g. "bn_init=he"
 
 
 def _click(text: str) -> Callable[..., None]:
     """Click the option (or toggle) labelled `text` inside the widget."""
-    return lambda box: box.get_by_text(text, exact=True).first.click()
+    return lambda box, p: box.get_by_text(text, exact=True).first.click()
 
 
-def _arrow_left(box) -> None:
+def _flat_cell(box, p) -> None:
+    """Click cell B=1, T=3, C=5 of the Axis Explorer's flat view (4·6 rows, 8 columns)."""
+    drag = box.locator(".nsewdrag").first
+    drag.wait_for()
+    r = drag.bounding_box()
+    p.mouse.click(r["x"] + 5.5 * r["width"] / 8, r["y"] + 9.5 * r["height"] / 24)
+
+
+def _arrow_left(box, p) -> None:
     """One step down on a slider, from the keyboard."""
     box.get_by_role("slider").first.focus()
     box.get_by_role("slider").first.press("ArrowLeft")
@@ -53,7 +61,8 @@ CASES = [
         _click(distributions.choice_label("affine", "per-channel")),
         "affine=per-channel",
     ),
-    Case("axes", "partition", lambda box: box.locator("label").first.click(), "partition=1"),
+    Case("axes", "partition", lambda box, p: box.locator("label").first.click(), "partition=1"),
+    Case("axes?layout=BTC&B=4&T=6&C=8&method=layer", "axes_flat_view", _flat_cell, "cell_c=5"),
     Case("residual", "norm", _click(residual.choice_label("norm", "rms")), "norm=rms"),
     Case("training?exp=tiny", "runs", _arrow_left, "runs=2"),
     Case("choose", "arch", _click(choose.LABELS["arch"]["cnn"]), "arch=cnn"),
@@ -74,7 +83,7 @@ def _runs(log: Path) -> int:
     return len(log.read_text().splitlines())
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.path.split("?")[0] for c in CASES])
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.path.split('?')[0]}-{c.key}" for c in CASES])
 def test_a_fragment_widget_reruns_the_fragment_alone(browser, counted, case: Case) -> None:
     url, log = counted
     ctx = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -89,7 +98,7 @@ def test_a_fragment_widget_reruns_the_fragment_alone(browser, counted, case: Cas
         assert f"app {page}" in opened, opened  # the hook counts: the link ran app.py
         assert case.url not in p.url.split("?")[-1].split("&")
         runs = _runs(log)
-        case.change(p.locator(f".st-key-{case.key}"))
+        case.change(p.locator(f".st-key-{case.key}"), p)
         p.wait_for_function(
             "want => new URLSearchParams(location.search).toString().split('&').includes(want)",
             arg=case.url,
