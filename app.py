@@ -7,8 +7,7 @@ import logging
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time; torch on one thread)
-from ui import css, home, realdata, route, runs, state
-from ui.pages import available
+from ui import css, realdata, route, runs, sidebar, state
 
 presenter = state.link_presenter()  # from the session, or on a first visit the link
 st.set_page_config(
@@ -21,21 +20,14 @@ st.set_page_config(
 )
 css.inject(presenter)
 
-sections: dict[str, list[st.Page]] = {
-    "Learn": [st.Page(home.render, title="Home", icon=":material/home:", default=True)]
-}
-for info in available():
-    sections.setdefault(info.section, []).append(
-        st.Page(str(info.file), title=info.title, icon=info.icon, url_path=info.path)
-    )
-page = st.navigation(sections)
+page = st.navigation(route.app_pages())
 try:
-    with runs.turn(), state.url_written(page.url_path):  # the query string, written once per run
-        state.sidebar(page.url_path)
+    # the query string is written once per run; the run is marked as app.py's (ui.route)
+    with runs.turn(), route.through_app(page.url_path), state.url_written(page.url_path):
+        sidebar.draw(page.url_path)
         state.show_warnings()
         realdata.show_note()  # what a real data source's tensor is, on the pages using one
-        with route.through_app():
-            page.run()
+        page.run()
 except Exception:  # a bug must not show a traceback to a class
     logging.getLogger("normviz").exception("page %s failed", page.url_path)
     st.error(

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamlit.components.v2.component_manager import BidiComponentManager
-from streamlit.runtime.pages_manager import PagesManager
 from streamlit.runtime.scriptrunner.script_cache import ScriptCache
 from streamlit.testing.v1 import AppTest, local_script_runner
 from streamlit.testing.v1 import app_test as app_test_module
@@ -29,6 +28,7 @@ from ui.pages import available
 from ui.params import SIZE_LIMITS, max_elements
 
 ROOT = Path(__file__).resolve().parent.parent
+ENTRY = Path(__file__).resolve().parent / "apptest_entry.py"  # app.py, as on a warm server
 CHROMIUM = os.environ.get("NORMVIZ_CHROMIUM", "/usr/bin/chromium")
 # the same flags as tests/conftest.py: no sandbox (root in a container), no GPU
 CHROMIUM_ARGS = [
@@ -41,7 +41,7 @@ CHROMIUM_ARGS = [
     "--disable-quic",
 ]
 HOME = "home"  # our name for the page at "/"
-# A finished script run in the browser (DESIGN.md: platform facts). Before the first
+# A finished script run in the browser (docs/architecture.md: platform facts). Before the first
 # run starts the app also reports "notRunning", so wait for the sidebar's presenter
 # toggle too: app.py draws it on every page, at the start of every run.
 DONE_JS = """() => {
@@ -117,30 +117,6 @@ def shape_label(layout: str, shape: tuple[int, ...]) -> str:
 # ---- AppTest -----------------------------------------------------------------------
 
 
-class EntryAppTest(AppTest):
-    """AppTest that always runs app.py, as a warmed-up server does.
-
-    AppTest resets PagesManager.uses_pages_directory before every run, and with a
-    pages/ folder present Streamlit then runs a switched-to page file on its own
-    (legacy multipage mode: no app.py, so no sidebar, no URL reading, no error
-    wrapper). A real server leaves that mode for good once any run has called
-    st.navigation; this harness starts every run in that state.
-    """
-
-    def _run(self, widget_state=None, timeout=None):  # type: ignore[no-untyped-def]
-        original = PagesManager.__init__
-
-        def init(pm: PagesManager, *args: object, **kwargs: object) -> None:
-            original(pm, *args, **kwargs)
-            PagesManager.uses_pages_directory = False
-
-        PagesManager.__init__ = init  # type: ignore[method-assign]
-        try:
-            return super()._run(widget_state, timeout)
-        finally:
-            PagesManager.__init__ = original  # type: ignore[method-assign]
-
-
 @functools.cache
 def _components() -> BidiComponentManager:
     manager = BidiComponentManager()
@@ -171,11 +147,11 @@ def share_components(at: AppTest) -> AppTest:
 
 def app_test(page: str, query: dict[str, str] | None = None, timeout: float = 600) -> AppTest:
     """An AppTest of app.py on `page`, with `query` applied before the first run (not run)."""
-    at = share_components(EntryAppTest(ROOT / "app.py", default_timeout=timeout))
+    at = share_components(AppTest(ENTRY, default_timeout=timeout))
     for k, v in (query or {}).items():
         at.query_params[k] = v
     if page != HOME:
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"../pages/{page}.py")
     return at
 
 

@@ -19,7 +19,8 @@ class Knob:
     """One setting: its default, and either a numeric range or a set of choices.
 
     `multi`: any subset of the choices (a multi-select widget), written as a comma
-    list (empty for none); its value is a tuple in the order of `choices`.
+    list (empty for none); its value is a tuple in the order of `choices`. `widget`
+    and `step` only say how it is drawn.
     """
 
     name: str
@@ -29,6 +30,10 @@ class Knob:
     choices: tuple[Value, ...] | None = None
     multi: bool = False
     label: str = ""  # the widget's label
+    # how the UI draws it, where the kind of knob does not say (ui/knobs.py): "number"
+    # (a number input instead of a slider), "select" (a dropdown instead of a radio)
+    widget: str = ""
+    step: float | None = None  # a slider's or number input's step (default 1, 0.1 for floats)
 
 
 def merge(*groups: Iterable[Knob]) -> tuple[Knob, ...]:

@@ -9,7 +9,9 @@ import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import LAYOUTS, axes
-from ui import runner, safe, state
+from ui import route, runner, safe, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "axes"  # the URL path; its own URL parameters are axes.KNOBS
 FLAT_KEY = "axes_flat_view"  # the clickable chart's widget key
@@ -30,13 +32,14 @@ def _cell_inputs(setup: axes.AxesSetup) -> tuple[int, ...]:
     """One number input per axis (the keyboard way to pick a cell), clamped to the shape."""
     con = setup.contract
     lay, keys = LAYOUTS[con.layout], axes.cell_keys(con.layout)
-    cell = axes.clamp_cell(con.shape, [st.session_state.get(k, 0) for k in keys])
+    cell = axes.clamp_cell(con.shape, [int(state.value(k)) for k in keys])
     cols = st.columns(len(lay.axes) + 1)
     cols[0].markdown("**Selected cell**")
     for col, a, k, i, n in zip(cols[1:], lay.axes, keys, cell, con.shape, strict=True):
-        st.session_state[k] = i  # clamped: the shape may have shrunk
+        if state.value(k) != i:  # clamped: the shape may have shrunk
+            st.session_state[k] = i
         state.widget(col.number_input, k, f"{a} ({lay.names[a]})", PAGE, max_value=n - 1, step=1)
-    return axes.clamp_cell(con.shape, [st.session_state[k] for k in keys])
+    return axes.clamp_cell(con.shape, [int(state.value(k)) for k in keys])
 
 
 def _toggle(col, name: str) -> bool:
@@ -93,7 +96,7 @@ def axis_boxes(layout: str, ticked: tuple[str, ...]) -> None:
 s = state.settings()
 st.title(axes.TITLE)
 st.markdown(axes.INTRO)
-fresh = [k for k in axes.cell_keys(s.layout) if k not in st.session_state]
+fresh = [k for k in axes.cell_keys(s.layout) if not state.known(k)]
 values = state.page_params(PAGE)
 for key, warning in axes.linked_cell_warnings(s.layout, s.sizes, values, fresh):
     st.warning(warning, icon=":material/warning:")

@@ -10,8 +10,10 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import batchnorm as bn
 from normviz.knobs import Knob
 from normviz.sections import Section
+from ui import knobs, route, runner, state
 from ui import params as ns
-from ui import runner, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "batchnorm"
 TAB_KEY = "bn_tab"
@@ -32,7 +34,7 @@ def _on_convention() -> None:
 def controls(s: ns.Settings) -> bn.LabSetup:
     """Batch size, steps, update rule and momentum: they change every section."""
     if RULE_KEY not in st.session_state:
-        conv = st.session_state["convention"]
+        conv = state.value("convention")
         st.session_state[RULE_KEY] = conv if conv in ("pytorch", "keras") else "pytorch"
     cols = st.columns([1, 1, 1.3, 1])
     with cols[0]:
@@ -68,13 +70,11 @@ def controls(s: ns.Settings) -> bn.LabSetup:
 
 def _batch_size() -> int:
     """Batch size on a log scale (powers of two); a link's other value snaps to the nearest."""
-    asked = int(st.session_state["batch_size"])
+    asked = int(state.value("batch_size"))
     if asked not in bn.BATCH_SIZES:
         st.session_state["batch_size"] = used = bn.snap_batch(asked)
         st.session_state[SNAP_KEY] = (bn.snap_note(asked, used), used)
-    k = next(k for k in bn.KNOBS if k.name == "batch_size")
-    b = st.select_slider(k.label, bn.BATCH_SIZES, key=k.name, help=bn.HELP.get(k.name))
-    return int(b)
+    return int(_widget(st.select_slider, "batch_size", options=list(bn.BATCH_SIZES)))
 
 
 def _widget(fn: Any, name: str, **kw: Any) -> Any:
@@ -83,46 +83,39 @@ def _widget(fn: Any, name: str, **kw: Any) -> Any:
     return state.widget(fn, name, k.label, PAGE, help=bn.HELP.get(name), **kw)
 
 
-def _knob(k: Knob, box: Any) -> Any:
-    """A section's own knob in `box`: a radio for named choices, else a (labelled) slider."""
-    if k.choices is not None:
-        kw = {"format_func": lambda v: bn.choice_label(k.name, v)}
-        if isinstance(k.choices[0], int):
-            return _widget(box.select_slider, k.name, **kw)
-        return _widget(box.radio, k.name, horizontal=True, **kw)
-    return _widget(box.slider, k.name, **({"step": 0.1} if isinstance(k.default, float) else {}))
-
-
 def _channel(C: int, k: Knob) -> int:
     """Which channel a plot follows (in the URL; one past the sidebar's C: channel 0)."""
-    if int(st.session_state[k.name]) >= C:
+    if int(state.value(k.name)) >= C:
         st.session_state[k.name] = 0
     return int(_widget(st.columns([1, 4])[0].number_input, k.name, max_value=C - 1, step=1))
 
 
 def _step(k: Knob, steps: int) -> int:
     """The batch a step-through view stops at (in the URL; 0: every batch)."""
-    st.session_state[k.name] = min(int(st.session_state[k.name]), steps)
+    if int(state.value(k.name)) > steps:  # the sidebar's steps may have shrunk
+        st.session_state[k.name] = steps
     return int(_widget(st.columns([1, 2])[0].number_input, k.name, max_value=steps, step=1))
 
 
 def _knobs(section: Section) -> dict[str, Any]:
     """A section's own widgets, side by side; their values."""
     cols = st.columns(len(section.knobs)) if section.knobs else []
-    return {k.name: _knob(k, col) for k, col in zip(section.knobs, cols, strict=True)}
+    return {
+        k.name: knobs.draw(k, PAGE, bn, col) for k, col in zip(section.knobs, cols, strict=True)
+    }
 
 
 @st.fragment
 def show(section: Section, setup: bn.LabSetup, presenter: bool) -> None:
     """One section with its own widgets (they rerun only this)."""
     st.markdown(section.intro)
-    knobs = _knobs(section)
+    values = _knobs(section)
     view: dict[str, Any] = {}
     if section.slug in bn.CHANNEL_VIEWS:
         view["channel"] = _channel(setup.C, bn.CHANNEL_VIEWS[section.slug])
     if section.slug in bn.STEP_VIEWS:
         view["step"] = _step(bn.STEP_VIEWS[section.slug], setup.steps)
-    res = runner.show(PAGE, section, setup, knobs, presenter, intro=False, view=view)
+    res = runner.show(PAGE, section, setup, values, presenter, intro=False, view=view)
     for part in bn.PARTS.get(section.slug, ()):
         part_setup = bn.part_setup(part, setup, res)
         if part_setup is not None:
@@ -135,16 +128,14 @@ st.title(bn.TITLE)
 st.markdown(bn.INTRO)
 params = state.page_params(PAGE)
 lab = controls(state.settings())
-if not runner.guard(lambda: bn.check(lab)):
-    st.stop()
-
-labels = {s.slug: s.label for s in bn.SECTIONS}
-# the first tab comes from the URL; `default` must then stay fixed, or the tabs would reset
-first = st.session_state.setdefault("_bn_first_tab", labels[params["sim"]])
-tabs = st.tabs(list(labels.values()), key=TAB_KEY, on_change="rerun", default=first)
-open_label = st.session_state.get(TAB_KEY, first)
-for section, tab in zip(bn.SECTIONS, tabs, strict=True):
-    if section.label == open_label:
-        st.session_state["sim"] = section.slug
-        with tab:
-            show(section, lab, state.presenter())
+if runner.guard(lambda: bn.check(lab)):  # no st.stop: app.py writes the URL after the page
+    labels = {s.slug: s.label for s in bn.SECTIONS}
+    # the first tab comes from the URL; `default` must then stay fixed, or the tabs would reset
+    first = st.session_state.setdefault("_bn_first_tab", labels[params["sim"]])
+    tabs = st.tabs(list(labels.values()), key=TAB_KEY, on_change="rerun", default=first)
+    open_label = st.session_state.get(TAB_KEY, first)
+    for section, tab in zip(bn.SECTIONS, tabs, strict=True):
+        if section.label == open_label:
+            st.session_state["sim"] = section.slug
+            with tab:
+                show(section, lab, state.presenter())

@@ -2,36 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import choose
-from normviz.knobs import Knob, Value
+from normviz.knobs import Value
 from normviz.sections import Section
-from ui import inputs, runner, state
+from ui import inputs, knobs, route, runner, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "choose"  # the URL path; its knobs are choose.KNOBS (ui.params.PAGE_PARAMS[PAGE])
-
-# How each knob is drawn; its label, range and choices come from the knob itself.
-WIDGETS: dict[str, tuple[Any, dict[str, Any]]] = {
-    "arch": (st.radio, {}),
-    "per_device": (st.number_input, {"step": 1}),
-    "constraints": (st.pills, {"selection_mode": "multi"}),
-    "model": (st.selectbox, {}),
-    "use_sample": (st.toggle, {}),
-}
-
-
-def _widget(k: Knob) -> Value:
-    fn, kw = WIDGETS[k.name]
-    if k.name in choose.LABELS:
-        kw = {**kw, "format_func": choose.LABELS[k.name].__getitem__}
-    if k.name in choose.HELP:
-        kw = {**kw, "help": choose.HELP[k.name]}
-    value = state.widget(fn, k.name, k.label, PAGE, **kw)
-    return tuple(value or ()) if k.multi else value
 
 
 def _upload_inputs(s: Section) -> tuple[choose.Setup, dict[str, Value]]:
@@ -48,8 +29,8 @@ def _upload_inputs(s: Section) -> tuple[choose.Setup, dict[str, Value]]:
             key="ch_sample_dl",
             help=choose.SAMPLE_HELP,
         )
-        knobs = {k.name: _widget(k) for k in s.knobs}
-    return choose.Setup(inputs.saved_file(f)), knobs
+        values = {k.name: knobs.draw(k, PAGE, choose) for k in s.knobs}
+    return choose.Setup(inputs.saved_file(f)), values
 
 
 @st.fragment
@@ -58,13 +39,12 @@ def section(s: Section) -> None:
     st.subheader(s.label)
     st.markdown(s.intro)
     if s is choose.STATE_DICT:
-        setup, knobs = _upload_inputs(s)
+        setup, values = _upload_inputs(s)
     else:
-        setup, knobs = choose.Setup(), {k.name: _widget(k) for k in s.knobs}
-    runner.show(PAGE, s, setup, knobs, state.presenter(), intro=False)
+        setup, values = choose.Setup(), {k.name: knobs.draw(k, PAGE, choose) for k in s.knobs}
+    runner.show(PAGE, s, setup, values, state.presenter(), intro=False)
 
 
-state.settings()  # runs this page through app.py on a first visit (shared sidebar)
 st.title("Which normalization?")
 state.page_params(PAGE)  # the guide's answers and the audited model, from a link
 for s in choose.SECTIONS:

@@ -11,8 +11,10 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import distributions as dist
 from normviz.distributions import downloads
 from normviz.sections import Section
-from ui import inputs, runner, state
+from ui import inputs, knobs, route, runner, state
 from ui.safe import md_text
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "distributions"  # the URL path: its own URL parameters are distributions.KNOBS
 
@@ -21,23 +23,18 @@ def knob_widgets(section: Section) -> dict[str, Any]:
     """One widget per knob of `section`, side by side; their values (also in the URL)."""
     if not section.knobs:
         return {}
-    values = {}
     cols = st.columns(len(section.knobs)) if len(section.knobs) > 1 else [st.container()]
-    for col, k in zip(cols, section.knobs, strict=True):
-        if k.choices is not None:
-            label = functools.partial(dist.choice_label, k.name)
-            values[k.name] = state.widget(col.radio, k.name, k.label, PAGE, format_func=label)
-        else:
-            values[k.name] = state.widget(col.slider, k.name, k.label, PAGE, step=0.1)
-    return values
+    return {
+        k.name: knobs.draw(k, PAGE, dist, col) for col, k in zip(cols, section.knobs, strict=True)
+    }
 
 
 def show(section: Section, setup: dist.Setup, presenter: bool) -> Any:
     """Heading, intro, knobs, then the runner's result, figure, table and notes."""
     st.subheader(dist.title(section, setup))
     st.markdown(section.intro)
-    knobs = knob_widgets(section)
-    return runner.show(PAGE, section, setup, knobs, presenter, intro=False)
+    values = knob_widgets(section)
+    return runner.show(PAGE, section, setup, values, presenter, intro=False)
 
 
 @st.fragment

@@ -9,7 +9,9 @@ from normviz import practice
 from normviz.classroom import ClassInfo
 from normviz.practice import Exercise, live
 from ui import practice as ui
-from ui import state
+from ui import route, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "practice"  # the URL path; its knobs are practice.KNOBS (ui.params.PAGE_PARAMS[PAGE])
 LABELS = {s.slug: s.label for s in practice.SECTIONS}
@@ -125,7 +127,6 @@ def student(info: ClassInfo) -> None:
     ui.poll(info.code, (info.question, info.revealed))
 
 
-state.settings()  # runs this page through app.py on a first visit (shared sidebar)
 st.title("Practice")
 knobs = ui.params()
 ui.errors()

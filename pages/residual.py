@@ -2,36 +2,21 @@
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Any
 
 import streamlit as st
-from streamlit.delta_generator import DeltaGenerator
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import residual as rs
-from normviz.knobs import Knob
 from normviz.residual import placement, training
 from normviz.sections import Section
-from ui import runner, state
+from ui import knobs, route, runner, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "residual"  # the URL path: the widgets' ranges and choices are rs.KNOBS
 SETUP = rs.Setup()
 TRAIN_KEY = "res_train_request"  # the training knobs last requested, kept across reruns
-STEP = {"tr_steps": 10}  # slider steps other than 1
-
-
-def _widget(col: DeltaGenerator, knob: Knob) -> Any:
-    """The knob's widget: a slider for a range, a select slider or radio for choices."""
-    if knob.choices is None:
-        return state.widget(col.slider, knob.name, knob.label, PAGE, step=STEP.get(knob.name, 1))
-    label = partial(rs.choice_label, knob.name)
-    if isinstance(knob.default, str):
-        short = all(len(label(c)) <= 20 for c in knob.choices)
-        return state.widget(
-            col.radio, knob.name, knob.label, PAGE, format_func=label, horizontal=short
-        )
-    return state.widget(col.select_slider, knob.name, knob.label, PAGE, format_func=label)
 
 
 def _knobs(section: Section) -> dict[str, Any]:
@@ -41,7 +26,7 @@ def _knobs(section: Section) -> dict[str, Any]:
     for row, widths in ((stack, [2, 2, 3]), (own, [1] * len(own))):
         if row:
             for col, knob in zip(st.columns(widths), row, strict=True):
-                values[knob.name] = _widget(col, knob)
+                values[knob.name] = knobs.draw(knob, PAGE, rs, col)
     return values
 
 
@@ -63,7 +48,7 @@ def _section(section: Section) -> None:
     """One section: its heading, intro and widgets, then its result (reruns alone)."""
     st.subheader(section.label)
     st.markdown(section.intro)
-    knobs = _knobs(section)
+    values = _knobs(section)
     if section is training.SECTION:  # the training run waits for its button
         st.button(
             training.BUTTON,
@@ -76,15 +61,14 @@ def _section(section: Section) -> None:
         if request is None:
             st.info(training.WAITING, icon=":material/info:")
             return
-        if request != knobs:
+        if request != values:
             st.caption(training.STALE)
-        knobs = request
-    res = runner.show(PAGE, section, SETUP, knobs, state.presenter(), intro=False)
+        values = request
+    res = runner.show(PAGE, section, SETUP, values, state.presenter(), intro=False)
     if isinstance(res, placement.Placements):
         _formulas(res)
 
 
-state.settings()  # runs this page through app.py on a first visit (shared sidebar)
 st.title("Pre-norm vs post-norm")
 state.page_params(PAGE)  # every section's settings, from a link (warns about bad values)
 for sec in rs.SECTIONS:

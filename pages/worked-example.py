@@ -7,7 +7,9 @@ import streamlit as st
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import worked
 from normviz.text import FORMULA
-from ui import runner, safe, state
+from ui import route, runner, safe, state
+
+route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "worked-example"
 CELL_KEYS = ("wk_row", "wk_col")  # the selected cell (not in the URL: the matrix is not either)
@@ -77,7 +79,6 @@ def method_columns(res: worked.Walkthrough) -> None:
 
 # ---- the page ----------------------------------------------------------------------------
 
-state.settings()  # runs this page through app.py on a first visit (shared sidebar)
 st.title("Worked example")
 st.markdown(worked.INTRO)
 st.latex(FORMULA)

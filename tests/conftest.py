@@ -81,6 +81,15 @@ def texts(at: AppTest) -> str:
 # ---- real browser -------------------------------------------------------------------
 
 
+def knob_value(at: AppTest, name: str):  # type: ignore[no-untyped-def]
+    """A knob's value as the page uses it (ui.state.value): its widget's or session's,
+    else the link's (a knob whose widget this run did not draw); a list as a tuple."""
+    from ui import state
+
+    v = at.session_state[name] if name in at.session_state else at.session_state[state.LINK][name]
+    return tuple(v) if isinstance(v, list) else v
+
+
 def url_value(at: AppTest, name: str) -> str:
     """The query-string value `name` that the last run wrote."""
     v = at.query_params[name]
@@ -94,7 +103,7 @@ def assert_refused(at: AppTest, page: str, refused: dict[str, str], sent: Iterab
     warned = "\n".join(w.value for w in at.warning)
     for name, value in refused.items():
         assert f"`{name}={value}` is not valid" in warned, warned
-        assert at.session_state[name] == params[name].default
+        assert knob_value(at, name) == params[name].default
         assert url_value(at, name) == fmt(params[name].default)
     for name in (n for n in params if n not in sent):
         assert url_value(at, name) == fmt(params[name].default)
@@ -163,7 +172,7 @@ def wait_done(p, timeout: float = 60_000) -> None:
     p.wait_for_timeout(300)
     # ... and for the shared sidebar (its presenter toggle: every page has it): a
     # server's very first run may render a page alone before
-    # ui.state.ensure_entrypoint reroutes it through app.py
+    # ui.route.entry reroutes it through app.py
     p.wait_for_function(
         """() => document.querySelector('[data-testid=stApp]')
                  .getAttribute('data-test-script-state') === 'notRunning'

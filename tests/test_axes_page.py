@@ -10,6 +10,7 @@ import pytest
 from conftest import (
     assert_clean,
     assert_no_exception,
+    knob_value,
     plotly_array,
     run_app,
     screenshot,
@@ -232,7 +233,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(
     warned = "\n".join(w.value for w in at.warning)
     for name, value in bad.items():
         assert f"`{name}={value}` is not valid" in warned, warned
-        assert at.session_state[name] == fallback[name]
+        assert knob_value(at, name) == fallback[name]
         assert _url(at, name) == fmt(fallback[name])
     assert "does not set" not in warned  # the parameters it leaves out: defaults, quietly
     assert "The cell **B=0, T=0, C=0** takes its statistics" in texts(at)

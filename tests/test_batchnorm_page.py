@@ -9,6 +9,7 @@ from conftest import (
     ROOT,
     assert_clean,
     assert_no_exception,
+    knob_value,
     run_app,
     screenshot,
     texts,
@@ -132,7 +133,7 @@ def test_hostile_url_values_fall_back_with_a_warning(name: str, value: str) -> N
     assert_clean(at)
     warned = "\n".join(w.value for w in at.warning)
     assert f"`{name}={value}` is not valid" in warned, warned
-    assert at.session_state[name] == PARAMS[name].default
+    assert knob_value(at, name) == PARAMS[name].default
     assert _query(at, name) == fmt(PARAMS[name].default)
 
 

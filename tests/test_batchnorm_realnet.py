@@ -242,20 +242,3 @@ def test_the_real_network_in_browser(page, server) -> None:
     page.locator("svg text", has_text="Layer 49 (_bn1): head BN").first.wait_for(timeout=slow)
     assert "49 · head BN (1280 ch, 7×7)" in page.inner_text("body")
     assert_no_exception(page)
-
-
-def test_the_layer_sliders_label_reads_back_as_its_number() -> None:
-    """A new session's first run gets the slider's value as the label it shows; it must
-    read back as the layer's number (ui.state decodes it through `bn.choice_label`)."""
-    from streamlit.proto.WidgetStates_pb2 import WidgetState
-
-    from ui import params as ns
-    from ui import state
-
-    knob = next(p for p in ns.PAGE_PARAMS["batchnorm"] if p.name == "bn_layer")
-    assert knob.choices == tuple(range(1, 50))
-    sent = WidgetState()
-    sent.string_array_value.data.append(bn.choice_label("bn_layer", 49))
-    assert sent.string_array_value.data[0] == "49 · head BN (1280 ch, 7×7)"
-    assert state._decode("batchnorm", knob, sent) == "49"
-    assert bn.choice_label("bn_shift", "blur") == "blur"

@@ -1,21 +1,52 @@
-"""A fresh server whose first request is a page URL still runs through app.py."""
+"""A fresh server: its first visits, deep links all at once, run through app.py.
+
+On a freshly started server no session has called st.navigation yet, so Streamlit's
+legacy pages-folder mode runs a deep link's page file on its own; the page reroutes
+through app.py (ui.route.entry). And a class arriving at once starts many first runs
+in the same second, each importing torch, pandas and plotly (ui.warmup keeps them
+from deadlocking). One server, one burst: Chromium opens one link with a query
+string while websocket clients (benchmarks.load, no browser) open a deep link to
+every page with a seed in its sidebar, then change the seed.
+"""
 
 from __future__ import annotations
 
-from conftest import assert_no_exception, serve, wait_done
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
-from ui.pages import available
+import pytest
+from conftest import ROOT, assert_no_exception, serve, wait_done
+
+from benchmarks.common import page_ids, url_path
+from benchmarks.load import Session, ws_session
+from ui.pages import available, controls
+from ui.route import RUN_LOG
+
+CLIENTS = 8  # websocket sessions in the burst, besides the browser
 
 
-def test_first_request_to_a_page_gets_the_app_shell(browser) -> None:
-    """The shell (sidebar, title, URL) is there on a fresh server's first request."""
+async def _class(url: str) -> list[Session]:
+    pages = [p for p in page_ids() if url_path(p) and "seed" in controls(url_path(p))]
+    sessions = [Session(i, pages[i % len(pages)]) for i in range(CLIENTS)]
+    await asyncio.gather(*(ws_session(url, s, 100, rounds=1) for s in sessions))
+    return sessions
+
+
+@pytest.mark.browser
+def test_deep_links_on_a_fresh_server_run_through_app_py(browser) -> None:
     path = available()[0].path
-    with serve() as url:
+    log = ROOT / ".pytest_cache" / "entry-runs.log"
+    log.parent.mkdir(exist_ok=True)
+    log.write_text("")
+    with serve(env={RUN_LOG: str(log)}) as url, ThreadPoolExecutor(1) as pool:
         ctx = browser.new_context(viewport={"width": 1400, "height": 900})
         p = ctx.new_page()
-        p.set_default_timeout(90_000)
+        p.set_default_timeout(180_000)
+        burst = pool.submit(asyncio.run, _class(url))  # at the same moment as the browser
         p.goto(f"{url}/{path}?layout=BTC&B=3&T=5&C=4&method=layer")
-        wait_done(p, 90_000)
+        wait_done(p, 180_000)
+        sessions = burst.result()
+        # the shell: page config, the shared sidebar with the link's values, the URL
         assert_no_exception(p)
         sidebar = p.locator("[data-testid=stSidebar]")
         assert sidebar.get_by_text("Tensor").count() >= 1
@@ -23,6 +54,12 @@ def test_first_request_to_a_page_gets_the_app_shell(browser) -> None:
         assert p.title().startswith("normviz")
         assert "B=3" in p.url and f"/{path}" in p.url
         ctx.close()
+    # every client got its page with the sidebar's seed, and its click written to its URL
+    bad = [f"{s.page}: {s.error}" for s in sessions if s.error]
+    assert not bad, bad
+    assert all(len(s.reruns) == 1 for s in sessions)
+    ran = set(log.read_text().splitlines())
+    assert {f"app {url_path(s.page)}" for s in sessions} | {f"app {path}"} <= ran, ran
 
 
 def test_deployment_config_hides_errors_and_keeps_runs_light() -> None:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from conftest import assert_clean
+from conftest import assert_clean, knob_value
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -215,7 +215,7 @@ def test_the_oracle_agrees_on_plain_cases() -> None:
     warned = _warnings(at)
     assert "`B" not in warned  # B is not an axis of NCHW: not read
     assert "`eps" in warned and "`seed=" not in warned and "`H=" not in warned
-    assert at.session_state["H"] == 9
+    assert knob_value(at, "H") == 9  # no widget on the home page: the link's value
 
 
 # ---- random widget values ----------------------------------------------------------

@@ -131,7 +131,7 @@ def test_presenter_toggle_is_there() -> None:
 
 
 def test_a_page_run_on_its_own_is_rerouted_through_app_py() -> None:
-    """AppTest runs page files without app.py; ensure_entrypoint sends them through it."""
+    """AppTest runs page files without app.py; route.entry sends them through it."""
     at = run_app("axes", query={"B": "3"})
     assert_clean(at)
     assert at.sidebar.number_input(key="B").value == 3

@@ -209,3 +209,21 @@ def test_a_multi_choice_parameter_refuses_what_is_not_a_choice(raw: str) -> None
     (warning,) = warnings
     assert warning.startswith(f"`constraints={raw}` is not valid (expected a comma list of")
     assert warning.endswith("using the default (none).")  # an empty default, said so
+
+
+def test_the_architecture_doc_lists_every_url_key_with_its_default() -> None:
+    """docs/architecture.md's URL tables: one row per key, under its page, with the
+    default the code has (the contract the code cites must be the code's)."""
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).parent.parent / "docs" / "architecture.md").read_text()
+    tables = re.split(r"\n\*\*/([\w-]+)\*\*\n", doc.split("## URL contract", 1)[1])
+    by_page = {"": tables[0], **dict(zip(tables[1::2], tables[2::2], strict=True))}
+    assert set(by_page) == {"", *ns.PAGE_PARAMS}
+    for page, knobs in [("", ns.SHARED.values()), *ns.PAGE_PARAMS.items()]:
+        rows = re.findall(r"^\| `([^`]+)` \| ([^|]+) \|", by_page[page], flags=re.M)
+        assert [name for name, _ in rows] == [k.name for k in knobs], page
+        for (name, default), k in zip(rows, knobs, strict=True):
+            if "`" in default:  # a literal default (else words: "three short sentences")
+                assert default.strip() == f"`{ns.fmt(k.default)}`", name

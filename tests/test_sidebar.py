@@ -129,3 +129,27 @@ def test_controls_are_declared_with_known_names() -> None:
         # drawn in the sidebar's order
         assert list(info.controls) == [c for c in CONTROLS if c in info.controls], info.path
     assert set(LAYOUTS["BTC"].axes) == {"B", "T", "C"}
+
+
+def test_values_outlive_a_page_that_does_not_draw_them() -> None:
+    """persist_state: a value set on one page is there again after a page without its
+    widget (the residual page draws no shared control), in the widget and the URL; a
+    page knob's value too."""
+    from benchmarks.common import app_test
+    from normviz.pretrained import minilm
+
+    at = app_test("axes", {"data": "minilm", "method": "layer"}, timeout=300)
+    at.run()
+    at.sidebar.selectbox(key="layer").set_value(minilm.LN_LAYERS[0]).run()
+    at.sidebar.number_input(key="seed").set_value(9).run()
+    at.toggle(key="partition").set_value(True).run()
+    at.switch_page("../pages/residual.py").run()
+    assert_clean(at)
+    assert not at.sidebar.number_input  # nothing drawn there ...
+    assert url_value(at, "seed") == "9" and url_value(at, "layer") == minilm.LN_LAYERS[0]
+    at.switch_page("../pages/axes.py").run()
+    assert_clean(at)
+    assert at.sidebar.selectbox(key="layer").value == minilm.LN_LAYERS[0]
+    assert at.sidebar.number_input(key="seed").value == 9
+    assert at.toggle(key="partition").value is True
+    assert url_value(at, "partition") == "1"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The shared sidebar's controls, by name (ui.state.sidebar draws them in this order):
+# The shared sidebar's controls, by name (ui.sidebar.draw draws them in this order):
 # "layout"; "batch" the first axis (B or N); "sample" the others (T, C or C, H, W);
 # "method" (with G for a grouped method and the axes for custom); "groups" G whatever the
 # method; "eps"; "data"; "seed"; "real" a real data source (ui.realdata: its layer, text or

@@ -93,13 +93,15 @@ def controls_for(sb: Any, page: str) -> None:
     layers = src.layers()
     if st.session_state.get("layer") not in layers:
         st.session_state["layer"] = src.default_layer()
-    sb.selectbox("Layer", layers, key="layer", format_func=src.layer_label)
+    # persist_state: the value outlives pages without this control (and the URL keeps it)
+    sb.selectbox("Layer", layers, key="layer", format_func=src.layer_label, persist_state="session")
     if src.uses_photo:
         _photo_upload(sb)
     if src.uses_text:
         sb.text_area(
             "Sentences (one per line)",
             key="text",
+            persist_state="session",
             max_chars=minilm_module.MAX_CHARS,
             help=f"At most {minilm_module.MAX_SENTENCES} sentences, "
             f"{minilm_module.MAX_CHARS} characters; each sentence is a sequence of the batch.",

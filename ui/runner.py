@@ -25,7 +25,6 @@ from normviz import alttext
 from normviz.errors import NormConfigError, Refusal
 from normviz.knobs import Value
 from normviz.sections import Extra, Section
-from ui.route import ensure_entrypoint
 from ui.safe import md_text
 
 KnobItems = tuple[tuple[str, Value], ...]
@@ -97,7 +96,6 @@ def guard(check: Callable[[], object]) -> bool:
 
 def result(page: str, section: Section, setup: Any, knobs: Mapping[str, Value]) -> Any | None:
     """The section's cached result, or None after showing why it cannot run."""
-    ensure_entrypoint()
     try:
         return _run(section, page, section.slug, setup, _items(section, knobs))
     except NormConfigError as e:

@@ -1,10 +1,17 @@
 """Shared settings: the sidebar, st.session_state and the URL, kept in sync.
 
-The URL is read once, on a session's first run, into st.session_state under the
-URL names (which are also the widget keys); from then on the widgets own the
-values and every run writes them back to the query string, so a copied link
-reproduces the view. Pages call `settings()` for the shared values,
-`page_params()` + `widget()` for their own.
+The URL is read once, on a session's first run (and a page's own parameters on
+the page's first run), into the link's values (`LINK`, never a widget key). Every
+widget is drawn with its key (the URL name) and the link's value as its default
+until the session holds a value for it: so a value the browser sent with a run wins
+over the link, as Streamlit gives a widget's own state priority over its default
+(after the process serving a student dies, the student's next click reaches another
+process as a new session's first run, carrying the view's widget values, the
+changed one included). Widgets keep their values while hidden, on this page or
+another (`persist_state="session"`); every run writes the view back to the query
+string, so a copied link reproduces it. The sidebar (ui.sidebar) draws the shared
+settings; pages call `settings()` for them, `page_params()` + `widget()` for their
+own, `value()` for a knob whose widget is not drawn yet.
 
 Widget callbacks (on_click, on_change) run before app.py draws the sidebar: pass
 them what they need as arguments rather than calling `settings()` inside them.
@@ -18,200 +25,106 @@ from typing import Any
 
 import streamlit as st
 import torch
-from streamlit.runtime.scriptrunner_utils.exceptions import RerunException
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
 
-from normviz import LAYOUTS, METHODS, NormConfigError
+from normviz import LAYOUTS, NormConfigError
 from normviz.data import generate
 from ui import params as ns
-from ui import realdata
-from ui.pages import controls
-from ui.route import ensure_entrypoint
+from ui import realdata, route
 from ui.uploads import ByteLRU
 
 PRESENT = "present"  # presenter mode: the URL name and the widget key
-PRESENT_HELP = (
-    "Larger text, tables, formulas and figures for a projector, and the sidebar folded "
-    "away. A copied link keeps it (present=1)."
-)
-_KEPT = ("layout", "method", "groups", "axes", "centred", "eps", "seed", "data", "layer", "text")
+LINK = "_link_values"  # {knob name: value} the link gave (URL, read once per knob)
 _WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
 _SETTINGS = "_settings"  # the sidebar's values (the URL's)
 _INPUT = "_input_settings"  # what the page runs on (a real source's shape; see ui.realdata)
+KEEP = "session"  # persist_state of every knob's widget: its value outlives its absence
+# the keyword that sets a widget's default value, by widget (the others take `value`)
+_DEFAULT_KW = {"radio": "index", "selectbox": "index", "pills": "default"}
 
 
 def _query() -> dict[str, list[str]]:
     return {k: st.query_params.get_all(k) for k in st.query_params}
 
 
-def init_from_url(page: str) -> None:
-    """On a session's first run, seed every shared widget key from the query string.
+def _default(name: str) -> Any:
+    p = ns.SHARED.get(name) or next(
+        (q for ps in ns.PAGE_PARAMS.values() for q in ps if q.name == name), None
+    )
+    return None if p is None else p.default
 
-    Widget values the browser sent with that first run win over the URL (`sent_values`):
-    after the process serving a student dies, the student's next click reaches another
-    process as a new session's first run, carrying the view's widget values, the changed
-    one included. A page's own values go into the query string its `page_params` reads.
-    """
-    if st.session_state.get("_seeded"):
+
+def value(name: str) -> Any:
+    """A knob's value now: the session's (its widget's), else the link's, else its default
+    (a multi-choice knob's as a tuple)."""
+    try:
+        v = st.session_state[name]
+    except KeyError:  # not set yet, or a value the browser sent for a widget not drawn yet
+        v = st.session_state.get(LINK, {}).get(name, _default(name))
+    return tuple(v) if isinstance(v, list) else v  # a multi-choice widget's list: a tuple
+
+
+def known(name: str) -> bool:
+    """Does the session or the link hold a value for knob `name`?"""
+    return name in st.session_state or name in st.session_state.get(LINK, {})
+
+
+def initial(fn: Callable[..., Any], name: str, options: list[Any] | None = None) -> dict:
+    """The default-value keyword for `fn`'s widget of knob `name`: the link's value while
+    the session holds none (a browser-sent value then wins), else nothing (the session's)."""
+    if name in st.session_state:
+        return {}
+    v = value(name)
+    kw = _DEFAULT_KW.get(getattr(fn, "__name__", ""), "value")
+    if kw == "index":
+        return {"index": (options or []).index(v)} if v in (options or []) else {}
+    return {kw: list(v) if kw == "default" else v}
+
+
+def init_from_url(page: str) -> None:
+    """On a session's first run, read the shared settings of the link (`LINK`), with a
+    warning for every value that fell back. A real source's layer and text are put in
+    the session at once (ui.realdata draws their widgets without a default; a value the
+    browser sent for them after a process change is therefore not kept)."""
+    if LINK in st.session_state:
         return
-    st.session_state["_seeded"] = True
     page_names = [p.name for p in ns.PAGE_PARAMS.get(page, ())]
-    query = _query()
-    sent = sent_values(page)
-    if sent:
-        query = {**query, **{k: [v] for k, v in sent.items()}}
-        if any(k in page_names for k in sent):
-            st.query_params.from_dict(query)
-    s, warnings = ns.settings_from_query(query, page_names)
-    _seed_settings(s)
+    s, warnings = ns.settings_from_query(_query(), page_names)
+    sizes: dict[str, int] = {}
+    for key in sorted(LAYOUTS, key=lambda k: k == s.layout):  # the link's layout last
+        sizes.update(LAYOUTS[key].defaults)  # (its default C wins)
+    st.session_state[LINK] = {
+        "layout": s.layout,
+        "method": s.method,
+        "groups": s.groups,
+        "axes": list(s.axes),
+        "centred": s.centred,
+        "eps": s.eps,
+        "seed": s.seed,
+        "data": s.data,
+        **sizes,
+        **s.sizes,
+    }
+    st.session_state.setdefault("layer", s.layer)
+    st.session_state.setdefault("text", s.text)
     st.session_state[_WARN] = [(w, s) for w in warnings]
 
 
-def _seed_settings(s: ns.Settings) -> None:
-    st.session_state.update(
-        layout=s.layout,
-        method=s.method,
-        groups=s.groups,
-        axes=list(s.axes),
-        centred=s.centred,
-        eps=s.eps,
-        seed=s.seed,
-        data=s.data,
-        layer=s.layer,
-        text=s.text,
-        **s.sizes,
-    )
-
-
-def _ensure(key: str, default: Any) -> None:
-    if key not in st.session_state:
-        st.session_state[key] = default
-
-
-def _seed_view() -> list[str]:
+def seed_view() -> list[str]:
     """Presenter mode from the link, on the session's first run; warnings for a bad value."""
+    if PRESENT in st.session_state[LINK]:
+        return []
     vals, warnings = ns.read(_query(), [ns.SHARED[PRESENT]])
-    st.session_state[PRESENT] = vals[PRESENT]
+    st.session_state[LINK][PRESENT] = vals[PRESENT]
     return warnings
 
 
-def _keep_alive(keys: tuple[str, ...], defaults: dict[str, Any]) -> None:
-    """Store shared values again before their widgets: a widget that is not drawn in a run
-    (hidden on this page, or drawn only for some methods) loses its state after the run;
-    stored again, the value stays in the session and the URL, and the next page that shows
-    the widget finds it."""
-    for key in keys:
-        st.session_state[key] = st.session_state.get(key, defaults[key])
-
-
-def _tensor(sb: Any, shown: set[str]) -> str:
-    """Layout and sizes (those the page uses); the layout. A real source fixes both: its
-    shape is shown instead (`_real_shape`), the inputs keep their values for later."""
-    layout = st.session_state["layout"]
-    if shown & {"layout", "batch", "sample"}:
-        sb.header("Tensor")
-    fixed = realdata.REAL in shown and st.session_state["data"] in realdata.SOURCES
-    if fixed:
-        shown = shown - {"layout", "batch", "sample"}
-        layout = realdata.SOURCES[st.session_state["data"]].layout
-    if "layout" in shown:
-        layout = sb.radio(
-            "Layout",
-            list(LAYOUTS),
-            key="layout",
-            horizontal=True,
-            help="BTC: B sequences × T tokens × C features. NCHW: N images × C channels × H × W.",
-        )
-    lay = LAYOUTS[layout]
-    _keep_alive(lay.axes, lay.defaults)  # after the layout radio: it may have just changed
-    sized = [a for i, a in enumerate(lay.axes) if ("sample", "batch")[i == 0] in shown]
-    for col, a in zip(sb.columns(len(sized)) if sized else (), sized, strict=True):
-        col.number_input(
-            a, min_value=1, max_value=ns.SIZE_LIMITS[a], step=1, key=a, help=f"{a}: {lay.names[a]}"
-        )
-    return layout
-
-
-def _method(sb: Any, shown: set[str], layout: str) -> str:
-    """Method, G, custom axes and ε (those the page uses); the method."""
-    method = st.session_state["method"]
-    if shown & {"method", "groups", "eps"}:
-        sb.header("Method")
-    if "method" in shown:
-        method = sb.selectbox(
-            "Normalization", list(METHODS), key="method", format_func=lambda k: METHODS[k].label
-        )
-    if "groups" in shown or ("method" in shown and METHODS[method].grouped):
-        sb.number_input("Groups G", min_value=1, max_value=4096, step=1, key="groups")
-    if "method" in shown and method == "custom":
-        axes = LAYOUTS[layout].axes
-        # the saved selection may name axes of the other layout
-        st.session_state["axes"] = [a for a in st.session_state.get("axes", []) if a in axes]
-        sb.pills("Reduce over", list(axes), selection_mode="multi", key="axes")
-        sb.toggle("Subtract the mean", key="centred", help="off: divide by the RMS only")
-    if "eps" in shown:
-        sb.select_slider(
-            "ε (added to σ²)",
-            options=list(ns.EPS_CHOICES),
-            key="eps",
-            format_func=lambda v: "0" if v == 0 else f"{v:.0e}",
-        )
-    return method
-
-
-def _input(sb: Any, shown: set[str], page: str) -> None:
-    """Data generator and seed (those the page uses)."""
-    if shown & {"data", "seed"}:
-        sb.header("Input")
-    if "data" in shown:
-        sb.selectbox(
-            "Data",
-            list(ns.DATA_CHOICES),
-            key="data",
-            format_func=realdata.data_label,
-            help=realdata.data_help(),
-        )
-        realdata.controls_for(sb, page)
-    if "seed" in shown:
-        sb.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed")
-
-
-def sidebar(page: str) -> ns.Settings:
-    """Draw the shared settings this page uses (`ui.pages.controls`) in the sidebar, and
-    presenter mode; return every shared setting (drawn or not) for the URL."""
-    init_from_url(page)
-    view_warnings = _seed_view() if PRESENT not in st.session_state else []
-    shown, sb = set(controls(page)), st.sidebar
-    _keep_alive((*_KEPT, PRESENT), {k: ns.SHARED[k].default for k in (*_KEPT, PRESENT)})
-    if isinstance(st.session_state["axes"], str):
-        st.session_state["axes"] = [a for a in st.session_state["axes"].split(",") if a]
-    layout = _tensor(sb, shown)
-    placeholder = sb.empty()  # a real source's shape, once the page's input is known
-    method = _method(sb, shown, layout)
-    _input(sb, shown, page)
-    if shown:
-        sb.divider()
-    sb.toggle("Presenter mode", key=PRESENT, help=PRESENT_HELP)
-    lay = LAYOUTS[layout]
-    s = ns.Settings(
-        layout=layout,
-        sizes={a: int(st.session_state[a]) for a in lay.axes},
-        method=method,
-        groups=int(st.session_state["groups"]),
-        axes=tuple(a for a in lay.axes if a in (st.session_state.get("axes") or [])),
-        centred=bool(st.session_state["centred"]),
-        eps=float(st.session_state["eps"]),
-        seed=int(st.session_state["seed"]),
-        data=st.session_state["data"],
-        layer=st.session_state["layer"] if st.session_state["data"] in realdata.SOURCES else "",
-        text=str(st.session_state["text"]),
-    )
+def remember(s: ns.Settings, page: str, view_warnings: list[str]) -> ns.Settings:
+    """Keep the sidebar's settings `s` for this run (`settings()`, the URL); the input the
+    page runs on (a real source's shape: ui.realdata); the view's warnings."""
     st.session_state[_SETTINGS] = s
     st.session_state[_INPUT] = run = realdata.effective(s, page)
-    if run.real and realdata.REAL in shown:
-        realdata.shape_caption(placeholder, run)
     st.session_state[_WARN] = st.session_state.get(_WARN, []) + [(w, s) for w in view_warnings]
-    return s
+    return run
 
 
 def link_presenter() -> bool:
@@ -256,12 +169,12 @@ def write_url(page: str) -> None:
             want["text"] = s.text
     if presenter():
         want[PRESENT] = "1"
-    current = _query()
+    current, link = _query(), st.session_state.get(LINK, {})
     for p in ns.PAGE_PARAMS.get(page, ()):
-        if p.name in st.session_state:
-            value = ns.fmt(st.session_state[p.name])
-            if value or p.default != "":  # an empty free text (no class code) is left out
-                want[p.name] = value
+        if p.name in st.session_state or p.name in link:
+            text = ns.fmt(value(p.name))
+            if text or p.default != "":  # an empty free text (no class code) is left out
+                want[p.name] = text
         elif current.get(p.name):  # not read this run (the page stopped early): kept
             want[p.name] = current[p.name][-1]
     if current != {k: [v] for k, v in want.items()}:
@@ -271,13 +184,12 @@ def write_url(page: str) -> None:
 @contextmanager
 def url_written(page: str) -> Iterator[None]:
     """Run the block (the sidebar and the page), then `write_url(page)`: also when it
-    stopped (st.stop) or failed, not when it reruns (st.rerun, st.switch_page: the next
-    run writes the URL of the view it shows)."""
+    failed, not when Streamlit ended it early (st.rerun, st.switch_page, st.stop, a newer
+    click: its script-control exceptions are BaseExceptions, not Exceptions; the next run
+    writes the URL of the view it shows). Pages therefore never call st.stop."""
     try:
         yield
-    except RerunException:
-        raise
-    except BaseException:
+    except Exception:
         write_url(page)
         raise
     write_url(page)
@@ -294,7 +206,6 @@ def show_warnings() -> None:
 
 def settings() -> ns.Settings:
     """The shared settings of this run (the sidebar has been drawn by app.py)."""
-    ensure_entrypoint()
     s = st.session_state.get(_INPUT)
     return s if s is not None else ns.Settings()
 
@@ -344,138 +255,36 @@ def input_tensor(s: ns.Settings) -> torch.Tensor:
 
 
 def page_params(page: str) -> dict[str, Any]:
-    """This page's own widget values: seeded from the URL on first use (with a warning
-    for each value that fell back), kept alive, and written to the URL at the end of
-    every run (`write_url`)."""
-    ensure_entrypoint()
+    """This page's own values (`value`): read from the URL on the page's first use in the
+    session (with a warning for each value that fell back) into the link's values; the
+    widgets (`widget`) then own them, and every run writes them to the URL (`write_url`)."""
     params = ns.PAGE_PARAMS.get(page, ())
-    missing = [p for p in params if p.name not in st.session_state]
+    link = st.session_state.setdefault(LINK, {})
+    missing = [p for p in params if p.name not in link and p.name not in st.session_state]
     if missing:
         # a direct link carries them; a link that leaves some out, or a page switch (the URL
         # has none), gives the defaults quietly
-        query = _query()
-        vals, warnings = ns.read(query, missing)
-        for k, v in vals.items():
-            st.session_state[k] = v
+        vals, warnings = ns.read(_query(), missing)
+        link.update(vals)
         for w in warnings:
             st.warning(w, icon=":material/warning:")
-    for p in params:
-        # Keep every value alive (a widget that is not drawn in a run, in a closed tab
-        # or for the other layout, loses its value) and so in the URL: a copied link
-        # then sets all of the page's parameters, as the link reader expects of a link.
-        st.session_state[p.name] = st.session_state[p.name]
-    return {p.name: st.session_state[p.name] for p in params}
-
-
-def _fragment_rerun() -> bool:
-    """Is this run a fragment's own rerun (app.py's end-of-run write will not come)?"""
-    ctx = get_script_run_ctx()
-    return bool(ctx is not None and ctx.fragment_ids_this_run)
+    return {p.name: value(p.name) for p in params}
 
 
 def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: Any) -> Any:
     """A widget for page parameter `name` whose value also lives in the URL: written at
-    the end of the run with the others, or at once in a fragment's own rerun."""
+    the end of the run with the others, or at once in a fragment's own rerun. It starts
+    at the link's value and keeps its value while it is not drawn."""
     p = next(p for p in ns.PAGE_PARAMS[page] if p.name == name)
     if p.choices is not None:
         kwargs.setdefault("options", list(p.choices))
-    else:
+    elif "options" not in kwargs:  # (a select slider over some of a range's values)
         if p.lo is not None:
             kwargs.setdefault("min_value", type(p.default)(p.lo))
         if p.hi is not None:
             kwargs.setdefault("max_value", type(p.default)(p.hi))
-    value = fn(label, key=name, **kwargs)
-    if _fragment_rerun():
+    kwargs.update(initial(fn, name, kwargs.get("options")))
+    out = fn(label, key=name, persist_state=KEEP, **kwargs)
+    if not route.full_run():  # a fragment's own rerun: app.py's end-of-run write will not come
         write_url(page)  # one message, and only if a value changed
-    return value
-
-
-# ---- widget values sent with a session's first run -----------------------------------
-
-
-def _sent_states() -> dict[str, Any]:
-    """{widget key: WidgetState proto} the browser sent with this run, not yet read.
-
-    Streamlit keeps them serialized (keyed by widget id) until the widget is drawn;
-    reaching them needs its session state's internals (the `_state` of the run's
-    SafeSessionState). Empty when the layout differs (any other Streamlit version).
-    """
-    from streamlit.runtime.state.common import is_element_id, user_key_from_element_id
-    from streamlit.runtime.state.session_state import Serialized
-
-    ctx = get_script_run_ctx()
-    inner = getattr(getattr(ctx, "session_state", None), "_state", None)
-    states = getattr(getattr(inner, "_new_widget_state", None), "states", None)
-    out: dict[str, Any] = {}
-    for wid, state in dict(states or {}).items():
-        key = user_key_from_element_id(wid) if is_element_id(wid) else None
-        if key and isinstance(state, Serialized):
-            out[key] = state.value
-    return out
-
-
-def _labels(page: str, knob: ns.Param) -> Callable[[Any], set[str]]:
-    """Every string a widget of `knob` may send for choice c: the value as the URL writes
-    it, and the label the widget shows (the topic's `choice_label`, METHODS', ...)."""
-    import contextlib
-    import importlib
-
-    from ui.pages import PAGES
-
-    topic = next((p.topic for p in PAGES if p.path == page), None)
-    label = getattr(importlib.import_module(topic), "choice_label", None) if topic else None
-
-    def forms(c: Any) -> set[str]:
-        out = {str(c), ns.fmt(c)}
-        if isinstance(c, float):
-            out |= {"0"} if c == 0 else {f"{c:.0e}"}
-        if knob.name == "method" and c in METHODS:
-            out.add(METHODS[c].label)
-        if knob.name == "data" and c in ns.DATA_CHOICES:
-            out.add(realdata.data_label(c))
-        if label is not None:
-            with contextlib.suppress(Exception):  # a label function for other knobs
-                out.add(str(label(knob.name, c)))
-        return out
-
-    return forms
-
-
-def _decode(page: str, knob: ns.Param, proto: Any) -> str | None:
-    """The URL form of a sent widget value for `knob`, or None if it cannot be read."""
-    kind = proto.WhichOneof("value")
-    if kind in ("double_value", "int_value"):
-        v = getattr(proto, kind)
-        return ns.fmt(int(v) if isinstance(knob.default, int) else float(v))
-    if kind == "bool_value":
-        return ns.fmt(bool(proto.bool_value))
-    if kind == "double_array_value" and len(proto.double_array_value.data) == 1:
-        v = proto.double_array_value.data[0]
-        return ns.fmt(int(v) if isinstance(knob.default, int) else float(v))
-    if kind == "string_value":
-        sent = [proto.string_value]
-    elif kind == "string_array_value":
-        sent = list(proto.string_array_value.data)
-    else:
-        return None
-    if knob.choices is None:  # the custom axes: the pills send the axis letters
-        return ",".join(sent)
-    forms = _labels(page, knob)
-    picked = [c for text in sent for c in knob.choices if text in forms(c)]
-    if len(picked) != len(sent) or (len(picked) > 1 and not knob.multi):
-        return None
-    return ",".join(ns.fmt(c) for c in picked) if knob.multi else ns.fmt(picked[0])
-
-
-def sent_values(page: str) -> dict[str, str]:
-    """The shared and `page` settings whose widget values the browser sent with this run,
-    in their URL form (a new session's first run carries them after a process change)."""
-    states = _sent_states()
-    if not states:
-        return {}
-    knobs = {**ns.SHARED, **{p.name: p for p in ns.PAGE_PARAMS.get(page, ())}}
-    out = {}
-    for key, proto in states.items():
-        if key in knobs and (value := _decode(page, knobs[key], proto)) is not None:
-            out[key] = value
     return out

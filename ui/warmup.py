@@ -88,22 +88,21 @@ def _import_all() -> None:
     for name in _topics():
         importlib.import_module(name)
     # the UI modules every page uses (they import streamlit's runtime pieces)
-    for name in ("ui.params", "ui.route", "ui.state", "ui.runner", "ui.inputs", "ui.home"):
+    for name in (
+        "ui.params",
+        "ui.route",
+        "ui.state",
+        "ui.sidebar",
+        "ui.runner",
+        "ui.inputs",
+        "ui.home",
+    ):
         importlib.import_module(name)
-
-
-def _leave_pages_folder_mode() -> None:
-    """Runs that start from now on go through app.py (see ui/route.py): a deep link whose
-    run started before this (Streamlit's legacy pages-folder mode) reroutes itself."""
-    from streamlit.runtime.pages_manager import PagesManager
-
-    PagesManager.uses_pages_directory = False
 
 
 with _LOCK:
     _tune_allocator()
     _import_all()
-    _leave_pages_folder_mode()
     import torch
 
     torch.set_num_threads(1)

@@ -321,7 +321,9 @@ INTRO = (
 )
 KNOBS = (
     Knob("arch", "transformer", choices=tuple(ARCHITECTURES), label="Architecture"),
-    Knob("per_device", 32, lo=1, hi=MAX_BATCH, label="Samples per device per step"),
+    Knob(
+        "per_device", 32, lo=1, hi=MAX_BATCH, label="Samples per device per step", widget="number"
+    ),
     Knob("constraints", (), choices=tuple(CONSTRAINTS), multi=True, label="Constraints"),
 )
 HELP = {

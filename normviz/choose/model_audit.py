@@ -30,7 +30,9 @@ INSPECT_INTRO = (
     "state_dict. A copy of each layer runs in training and evaluation mode on a test "
     "input, and weight decay is read off real AdamW optimizers built on the model."
 )
-INSPECT_KNOBS = (Knob("model", next(iter(ZOO)), choices=tuple(MODELS), label="Model"),)
+INSPECT_KNOBS = (
+    Knob("model", next(iter(ZOO)), choices=tuple(MODELS), label="Model", widget="select"),
+)
 OPTIMIZER_FOLD = "Optimizer recipe: no weight decay on γ, β and biases"
 DECAY_WHY = (
     "Weight decay pulls γ toward 0 and so fights the scale the layer learned. This recipe "
