@@ -7,6 +7,7 @@ from NORMVIZ_DB_URL) and its one error, `ClassUnavailable`. Pure Python: no Stre
 
 from __future__ import annotations
 
+from normviz.classroom.codes import ClassInfo, Limits, Opened, new_student_id, normalize_code
 from normviz.classroom.db import (
     DEFAULT_PATH,
     ENV,
@@ -15,14 +16,7 @@ from normviz.classroom.db import (
     default_url,
     make_engine,
 )
-from normviz.classroom.store import (
-    ClassInfo,
-    Classroom,
-    Limits,
-    Opened,
-    new_student_id,
-    normalize_code,
-)
+from normviz.classroom.store import Classroom
 
 __all__ = [
     "DEFAULT_PATH",

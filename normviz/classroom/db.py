@@ -104,6 +104,20 @@ class ClassUnavailable(ClassError):
         self.reason = reason
 
 
+REASONS = (  # words in a driver's message -> what the student reads
+    (
+        ("locked", "busy", "lock timeout", "statement timeout", "canceling statement"),
+        "its database is busy",
+    ),
+    (("readonly", "read-only", "read only"), "its database is read-only"),
+    (("full", "no space"), "its database's disk is full"),
+    (
+        ("timeout", "timed out", "connect", "refused", "server closed", "terminat"),
+        "its database server does not answer",
+    ),
+)
+
+
 def default_url() -> str:
     """NORMVIZ_DB_URL, else the SQLite file under the repository."""
     return os.environ.get(ENV) or f"sqlite:///{DEFAULT_PATH}"
@@ -118,22 +132,21 @@ def sqlite_path(url: URL) -> Path | None:
 
 
 def unavailable(error: BaseException) -> ClassUnavailable:
-    """The student-readable error for a failure below the store (never its raw text)."""
-    text = str(getattr(error, "orig", None) or error).lower()
-    for words, reason in (
-        (
-            ("locked", "busy", "lock timeout", "statement timeout", "canceling statement"),
-            "its database is busy",
-        ),
-        (("readonly", "read-only", "read only"), "its database is read-only"),
-        (("full", "no space"), "its database's disk is full"),
-        (
-            ("timeout", "timed out", "connect", "refused", "server closed", "terminat"),
-            "its database server does not answer",
-        ),
-    ):
-        if any(w in text for w in words):
-            return ClassUnavailable(reason)
+    """The student-readable error for a failure below the store (never its raw text).
+
+    The chain is read from the first error on: a failed rollback after a full disk
+    ("no such savepoint") names the disk, not the rollback.
+    """
+    chain: list[BaseException] = []
+    e: BaseException | None = error
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__context__
+    for e in reversed(chain):
+        text = str(getattr(e, "orig", None) or e).lower()
+        for words, reason in REASONS:
+            if any(w in text for w in words):
+                return ClassUnavailable(reason)
     return ClassUnavailable("its database failed")
 
 
@@ -162,7 +175,7 @@ def make_engine(url: str | None = None, create: bool = True) -> Engine:
     u = make_url(url or default_url())
     if u.get_backend_name() == "sqlite":
         path = sqlite_path(u)
-        if path is not None:
+        if path is not None and create:
             path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(u, connect_args={"timeout": BUSY_TIMEOUT_S}, pool_timeout=2)
         _sqlite_pragmas(engine)

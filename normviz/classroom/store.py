@@ -25,14 +25,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import re
 import secrets
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
@@ -40,6 +38,17 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from normviz import gate
+from normviz.classroom.codes import (
+    ALPHABET,
+    KIND_RE,
+    MAX_SEED,
+    STUDENT_RE,
+    ClassInfo,
+    Limits,
+    Opened,
+    normalize_code,
+    unknown,
+)
 from normviz.classroom.db import (
     CODE_LEN,
     MAX_ANSWER_CHARS,
@@ -54,72 +63,9 @@ from normviz.classroom.db import (
     unavailable,
 )
 
-ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"  # base32: no 0/O or 1/I to confuse
-_CODE = re.compile(f"[{ALPHABET}]{{{CODE_LEN}}}")
-_STUDENT = re.compile(r"[0-9A-Za-z_-]{16,64}")
-_KIND = re.compile(r"[a-z][a-z0-9-]{0,31}")
-MAX_SEED = 2**31 - 1
+FAILURES = (SQLAlchemyError, sqlite3.Error, OSError)
+DEFAULT_LIMITS = Limits()
 TOUCH_S = 60.0  # a teacher's view marks the class active at most this often
-
-__all__ = ["ClassError", "ClassInfo", "ClassUnavailable", "Classroom", "Limits", "Opened"]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The caps, sized for a 300-seat hall."""
-
-    open_classes: int = 200  # unexpired, unended classes on this database
-    students: int = 400  # answers to one question of one class
-    answers_per_client: int = 50  # answers to one question from one client key
-    opens_per_client: int = 5  # classes one client key may open per window
-    open_window_s: float = 3600.0
-    lifetime_s: float = 12 * 3600  # a code works at most this long after the class opens
-    idle_s: float = 45 * 60  # ... and ends after this long without activity
-
-
-def unknown(limits: Limits) -> ClassError:
-    return ClassError(
-        "No open class has this code. Check it with your teacher: codes end when the class "
-        f"ends, after {limits.idle_s / 60:g} minutes without activity, or after "
-        f"{limits.lifetime_s / 3600:g} hours."
-    )
-
-
-@dataclass(frozen=True)
-class ClassInfo:
-    """What everyone in a class may know: the code and the current question."""
-
-    code: str
-    kind: str  # the exercise kind (a practice section slug)
-    seed: int
-    question: int  # 1 for the first question, +1 each time the teacher moves on
-    revealed: bool
-    expires: float  # epoch seconds: the hard end (idleness may end it sooner)
-
-
-@dataclass(frozen=True)
-class Opened:
-    info: ClassInfo
-    teacher_key: str  # shown to the teacher once; resumes the teacher's view
-
-
-def normalize_code(raw: object) -> str:
-    """A typed or linked code in canonical form (case, spaces and dashes forgiven).
-
-    Raises:
-        ClassError: not a class code.
-    """
-    text = str(raw)[:64].upper().replace("-", "").replace(" ", "").strip()
-    if not _CODE.fullmatch(text):
-        raise ClassError(
-            f"That is not a class code: a code is {CODE_LEN} letters and digits from 2 to 7."
-        )
-    return text
-
-
-def new_student_id() -> str:
-    """An anonymous token for one browser (no name, nothing personal)."""
-    return secrets.token_hex(8)
 
 
 def _hash(key: str) -> str:
@@ -145,7 +91,7 @@ class Classroom:
     def __init__(
         self,
         url: str | None = None,
-        limits: Limits = Limits(),
+        limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.engine = make_engine(url, create=False)  # no database call before the first use
@@ -169,9 +115,18 @@ class Classroom:
             try:
                 self._setup()
                 engine = self.engine.execution_options(**{WRITE: True}) if write else self.engine
-                with engine.begin() as c:
-                    yield c
-            except (SQLAlchemyError, sqlite3.Error, OSError) as e:
+                with engine.connect() as c:
+                    tx = c.begin()
+                    try:
+                        yield c
+                    except BaseException:
+                        # SQLite may have rolled back already (a full disk): the first
+                        # error is the one to report, not the rollback's
+                        with suppress(*FAILURES):
+                            tx.rollback()
+                        raise
+                    tx.commit()  # an answer is acknowledged only once this returns
+            except FAILURES as e:
                 raise unavailable(e) from e
 
     def _setup(self) -> None:
@@ -179,6 +134,8 @@ class Classroom:
         if not self._ready:
             with self._lock:
                 if not self._ready:
+                    if self._path is not None:
+                        self._path.parent.mkdir(parents=True, exist_ok=True)
                     create_tables(self.engine)
                     if self._path is not None:
                         st = os.stat(self._path)
@@ -316,7 +273,7 @@ class Classroom:
             ClassUnavailable: the database failed: the answer is not in.
         """
         student = str(student)
-        if not _STUDENT.fullmatch(student):
+        if not STUDENT_RE.fullmatch(student):
             raise ClassError("This browser has no valid student token: reload the page.")
         answer = str(answer)
         if len(answer) > MAX_ANSWER_CHARS:
@@ -398,7 +355,7 @@ class Classroom:
 
     @staticmethod
     def _check_exercise(kind: str, seed: int) -> None:
-        if not isinstance(kind, str) or not _KIND.fullmatch(kind):
+        if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
             raise ClassError("Unknown exercise kind.")
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise ClassError(f"The seed must be a whole number from 0 to {MAX_SEED}.")
