@@ -55,7 +55,7 @@ def pg_server() -> Iterator[str]:
     data, port = base / "data", _free_port()
 
     def run(*args: object) -> None:
-        subprocess.run([*as_user, *map(str, args)], check=True, capture_output=True)
+        subprocess.run([*as_user, *map(str, args)], check=True, capture_output=True, cwd=base)
 
     run(bin_dir / "initdb", "-D", data, "-A", "trust", "-U", "normviz", "-E", "UTF8", "--no-sync")
     opts = f"-p {port} -k {base} -c listen_addresses=127.0.0.1 -c fsync=off"
@@ -66,6 +66,7 @@ def pg_server() -> Iterator[str]:
         subprocess.run(
             [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
             capture_output=True,
+            cwd=base,
         )
         shutil.rmtree(base, ignore_errors=True)
 

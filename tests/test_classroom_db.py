@@ -330,3 +330,19 @@ def test_a_database_that_cannot_be_made_fails_at_first_use_clearly(tmp_path: Pat
     room = Classroom(f"sqlite:///{tmp_path / 'file' / 'classes.db'}")  # no call yet
     with pytest.raises(ClassUnavailable, match="database failed"):
         room.get("AAAAAAAAAA")
+
+
+def test_the_readme_states_the_caps_in_force() -> None:
+    readme = " ".join((Path(__file__).resolve().parent.parent / "README.md").read_text().split())
+    lim = Limits()
+    assert lim.open_window_s == 3600  # "an hour" below
+    for words in (
+        f"ends after {lim.idle_s / 60:g} minutes without activity",
+        f"at the latest {lim.lifetime_s / 3600:g} hours after it opened",
+        f"at most {lim.open_classes} open classes",
+        f"opens at most {lim.opens_per_client} classes an hour",
+        f"sends at most {lim.answers_per_client} answers to one question",
+        f"a question takes at most {lim.students} answers",
+        f"meets the {lim.answers_per_client} answers per client first",
+    ):
+        assert words in readme, words
