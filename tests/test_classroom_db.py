@@ -346,3 +346,23 @@ def test_the_readme_states_the_caps_in_force() -> None:
         f"meets the {lim.answers_per_client} answers per client first",
     ):
         assert words in readme, words
+
+
+def test_a_browser_is_one_student_per_class_under_a_per_class_token(
+    db_url: str,  # noqa: F811
+) -> None:
+    from sqlalchemy import select as sel
+
+    from normviz.classroom.db import answers
+
+    room = Classroom(db_url)
+    one, two = (room.open("cells", 1, client="t") for _ in range(2))
+    browser = new_student_id()
+    for answer in ("1", "2", "3"):  # a reload or another process sends it again
+        room.submit(one.info.code, 1, browser, answer, client="s")
+    room.submit(two.info.code, 1, browser, "1", client="s")
+    assert room.counts(one.info.code, one.teacher_key) == {"3": 1}
+    assert room.answer_of(one.info.code, 1, browser) == "3"
+    with room.engine.connect() as c:
+        stored = [r.student for r in c.execute(sel(answers))]
+    assert len(set(stored)) == 2 and browser not in " ".join(stored)  # per class, not the id

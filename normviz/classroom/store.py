@@ -10,8 +10,9 @@ reveals the answer and moves on. Anonymous, bounded, and one class per code.
 Codes are 10 characters of base32 (50 random bits from `secrets`): they cannot
 be guessed or listed, and every query goes through the one class a code names.
 The teacher's key is never stored, only its sha256 (compared with
-`hmac.compare_digest`). A student is the token their browser holds: one answer per
-token and question, a later one replaces it. A client key (the address or browser id
+`hmac.compare_digest`). A student is the id their browser holds, stored as a per-class
+token (a hash of the class and the id): one answer per token and question, a later one
+replaces it. A client key (the address or browser id
 the page passes in, stored hashed) bounds how many classes one client opens and how
 many answers it sends to a question (`Limits`).
 
@@ -70,6 +71,12 @@ TOUCH_S = 60.0  # a teacher's view marks the class active at most this often
 
 def _hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _token(code: str, student: object) -> str:
+    """The per-class token stored for a browser's id: the same browser is one student
+    in a class, and its rows in two classes cannot be linked (nor the id read back)."""
+    return _hash(f"student:{code}:{str(student)[:64]}")
 
 
 def _client(key: object) -> str:
@@ -197,7 +204,7 @@ class Classroom:
                 select(answers.c.answer).where(
                     answers.c.class_id == row.id,
                     answers.c.question == int(question),
-                    answers.c.student == str(student)[:64],
+                    answers.c.student == _token(row.code, student),
                 )
             ).scalar()
 
@@ -288,6 +295,7 @@ class Classroom:
             now = self.clock()
             c.execute(update(classes).where(classes.c.id == row.id).values(active=now))
             this_q = and_(answers.c.class_id == row.id, answers.c.question == row.question)
+            student = _token(row.code, student)
             mine = and_(this_q, answers.c.student == student)
             if c.execute(update(answers).where(mine).values(answer=answer, at=now)).rowcount:
                 return answer
