@@ -25,7 +25,7 @@ from normviz.classroom import (
     new_student_id,
 )
 from normviz.practice import Exercise, Verdict, live
-from ui import runner, state
+from ui import browser, runner, state
 from ui.safe import md_text
 
 PAGE = "practice"
@@ -218,6 +218,9 @@ def next_seed(seed: int) -> None:
 
 
 def student_id() -> str:
+    """The browser's id (its cookie, ui/browser.py), else this session's own."""
+    if (held := browser.browser_id()) is not None:
+        return held
     if _STUDENT not in st.session_state:
         st.session_state[_STUDENT] = new_student_id()
     return st.session_state[_STUDENT]
