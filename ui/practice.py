@@ -16,9 +16,16 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from normviz import practice
-from normviz.classroom import ClassError, ClassInfo, Classroom, default_url, new_student_id
+from normviz.classroom import (
+    ClassError,
+    ClassInfo,
+    Classroom,
+    ClassUnavailable,
+    default_url,
+    new_student_id,
+)
 from normviz.practice import Exercise, Verdict, live
-from ui import runner, safe, state
+from ui import browser, runner, safe, state
 from ui.safe import md_text
 
 PAGE = "practice"
@@ -213,16 +220,26 @@ def next_seed(seed: int) -> None:
 
 
 def student_id() -> str:
+    """The browser's id (its cookie, ui/browser.py), else this session's own."""
+    if (held := browser.browser_id()) is not None:
+        return held
     if _STUDENT not in st.session_state:
         st.session_state[_STUDENT] = new_student_id()
     return st.session_state[_STUDENT]
+
+
+def client_key() -> str:
+    """Who asks, for the class's per-client limits: the address (behind nginx, the last
+    X-Forwarded-For entry, which nginx appends), else this session on a local server."""
+    fwd = (st.context.headers.get("X-Forwarded-For") or "").split(",")[-1].strip()
+    return st.context.ip_address or fwd or "session:" + student_id()
 
 
 def submit(info: ClassInfo, ex: Exercise, answer: str | None) -> str | None:
     """Send this session's answer to the class; the stored answer, or None after a message."""
     try:
         key = practice.parse_answer(ex, answer)
-        room().submit(info.code, info.question, student_id(), key)
+        room().submit(info.code, info.question, student_id(), key, client_key())
     except (ClassError, practice.AnswerError) as e:
         st.error(md_text(e, limit=300), icon=":material/block:")
         return None
@@ -241,14 +258,15 @@ def join(code: str) -> ClassInfo | None:
         return room().get(code)
     except ClassError as e:
         st.error(md_text(e, limit=300), icon=":material/block:")
-        st.session_state["class"] = ""
+        if not isinstance(e, ClassUnavailable):  # a busy database keeps the class
+            st.session_state["class"] = ""
         return None
 
 
 def start(kind: str, seed: int) -> None:
     """Callback: open a class on this exercise; this session becomes its teacher."""
     try:
-        opened = room().open(kind, seed)
+        opened = room().open(kind, seed, client_key())
     except ClassError as e:
         st.session_state["pr_error"] = str(e)
         return
@@ -357,6 +375,9 @@ def poll(code: str, shown: tuple[int, bool]) -> None:
     """A student's view: rerun the page when the teacher reveals or moves on."""
     try:
         info = room().get(code)
+    except ClassUnavailable as e:  # keep polling: the page shows the class again after
+        st.caption(md_text(e, limit=300))
+        return
     except ClassError:
         st.rerun()
         return

@@ -2,95 +2,94 @@
 reveals the answer and moves on. Anonymous, bounded, and one class per code.
 
     room = Classroom()                        # NORMVIZ_DB_URL or the SQLite file
-    opened = room.open("cells", seed=7)       # opened.info.code, opened.teacher_key
-    room.submit(code, question=1, student=sid, answer="3,4")   # last answer wins
+    opened = room.open("cells", seed=7, client="203.0.113.5")   # code and teacher key
+    room.submit(code, question=1, student=token, answer="3,4", client="...")
     room.counts(code, teacher_key)            # {"3,4": 1}
     room.reveal(code, teacher_key); room.next(code, teacher_key, "name", 8)
 
 Codes are 10 characters of base32 (50 random bits from `secrets`): they cannot
 be guessed or listed, and every query goes through the one class a code names.
-The teacher's key (never stored, only its hash) guards the teacher's actions.
+The teacher's key is never stored, only its sha256 (compared with
+`hmac.compare_digest`). A student is the id their browser holds, stored as a per-class
+token (a hash of the class and the id): one answer per token and question, a later one
+replaces it. A client key (the address or browser id
+the page passes in, stored hashed) bounds how many classes one client opens and how
+many answers it sends to a question (`Limits`).
+
+Every call waits at most about 1.5 s on the database, steps out of the page-run turn
+meanwhile (`normviz.gate.around`), and raises `ClassUnavailable` (a `ClassError`) when
+the database fails; `submit` returns only once the answer is committed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import re
+import os
 import secrets
+import sqlite3
+import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, insert, or_, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from normviz.classroom.db import CODE_LEN, MAX_ANSWER_CHARS, answers, classes, make_engine
-
-ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"  # base32: no 0/O or 1/I to confuse
-_CODE = re.compile(f"[{ALPHABET}]{{{CODE_LEN}}}")
-_STUDENT = re.compile(r"[0-9a-f]{16,32}")
-_KIND = re.compile(r"[a-z][a-z0-9-]{0,31}")
-MAX_SEED = 2**31 - 1
-
-
-class ClassError(ValueError):
-    """What a teacher or student can act on; the message never repeats their input."""
-
-
-UNKNOWN = ClassError(
-    "No open class has this code. Check it with your teacher: codes end when the class "
-    "ends or after 12 hours."
+from normviz import gate
+from normviz.classroom.codes import (
+    ALPHABET,
+    KIND_RE,
+    MAX_SEED,
+    STUDENT_RE,
+    ClassInfo,
+    Limits,
+    Opened,
+    normalize_code,
+    unknown,
+)
+from normviz.classroom.db import (
+    CODE_LEN,
+    MAX_ANSWER_CHARS,
+    WRITE,
+    ClassError,
+    ClassUnavailable,
+    answers,
+    classes,
+    create_tables,
+    make_engine,
+    sqlite_path,
+    unavailable,
 )
 
-
-@dataclass(frozen=True)
-class Limits:
-    open_classes: int = 200  # unexpired, unclosed classes on this database
-    students: int = 500  # answers to one question of one class
-    lifetime_s: float = 12 * 3600  # a code works this long after the class opens
-
-
-@dataclass(frozen=True)
-class ClassInfo:
-    """What everyone in a class may know: the code and the current question."""
-
-    code: str
-    kind: str  # the exercise kind (a practice section slug)
-    seed: int
-    question: int  # 1 for the first question, +1 each time the teacher moves on
-    revealed: bool
-    expires: float  # epoch seconds
-
-
-@dataclass(frozen=True)
-class Opened:
-    info: ClassInfo
-    teacher_key: str  # shown to the teacher once; resumes the teacher's view
-
-
-def normalize_code(raw: object) -> str:
-    """A typed or linked code in canonical form (case, spaces and dashes forgiven).
-
-    Raises:
-        ClassError: not a class code.
-    """
-    text = str(raw)[:64].upper().replace("-", "").replace(" ", "").strip()
-    if not _CODE.fullmatch(text):
-        raise ClassError(
-            f"That is not a class code: a code is {CODE_LEN} letters and digits from 2 to 7."
-        )
-    return text
-
-
-def new_student_id() -> str:
-    """An anonymous id for one browser session (no name, nothing personal)."""
-    return secrets.token_hex(8)
+FAILURES = (SQLAlchemyError, sqlite3.Error, OSError)
+DEFAULT_LIMITS = Limits()
+TOUCH_S = 60.0  # a teacher's view marks the class active at most this often
 
 
 def _hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
+
+
+def _token(code: str, student: object) -> str:
+    """The per-class token stored for a browser's id: the same browser is one student
+    in a class, and its rows in two classes cannot be linked (nor the id read back)."""
+    return _hash(f"student:{code}:{str(student)[:64]}")
+
+
+def _client(key: object) -> str:
+    return _hash("client:" + str(key)[:256])
+
+
+@contextmanager
+def aside() -> Iterator[None]:
+    """Step out of the page-run turn (and any gate slot) while waiting on the database."""
+    with ExitStack() as stack:
+        for hook in gate.around:
+            stack.enter_context(hook())
+        yield
 
 
 class Classroom:
@@ -99,21 +98,75 @@ class Classroom:
     def __init__(
         self,
         url: str | None = None,
-        limits: Limits = Limits(),
+        limits: Limits = DEFAULT_LIMITS,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, create=False)  # no database call before the first use
         self.limits = limits
         self.clock = clock
+        self._path = sqlite_path(make_url(url) if url else self.engine.url)
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file in use
+        self._ready = False
+        self._lock = threading.Lock()
+
+    # ---- the one way to the database -----------------------------------------------
+
+    @contextmanager
+    def _tx(self, write: bool = False) -> Iterator[Connection]:
+        """A transaction (BEGIN IMMEDIATE if `write`), committed when the block ends.
+
+        Raises:
+            ClassUnavailable: the database failed (locked, down, read-only, full, deleted).
+        """
+        with aside():
+            try:
+                self._setup()
+                engine = self.engine.execution_options(**{WRITE: True}) if write else self.engine
+                with engine.connect() as c:
+                    tx = c.begin()
+                    try:
+                        yield c
+                    except BaseException:
+                        # SQLite may have rolled back already (a full disk): the first
+                        # error is the one to report, not the rollback's
+                        with suppress(*FAILURES):
+                            tx.rollback()
+                        raise
+                    tx.commit()  # an answer is acknowledged only once this returns
+            except FAILURES as e:
+                raise unavailable(e) from e
+
+    def _setup(self) -> None:
+        """Create the tables once; then check the SQLite file is still the one in use."""
+        if not self._ready:
+            with self._lock:
+                if not self._ready:
+                    if self._path is not None:
+                        self._path.parent.mkdir(parents=True, exist_ok=True)
+                    create_tables(self.engine)
+                    if self._path is not None:
+                        st = os.stat(self._path)
+                        self._file = (st.st_dev, st.st_ino)
+                    self._ready = True
+        if self._file is not None:
+            try:
+                st = os.stat(self._path)  # type: ignore[arg-type]
+            except FileNotFoundError:
+                raise ClassUnavailable("its database file was deleted") from None
+            if (st.st_dev, st.st_ino) != self._file:
+                raise ClassUnavailable("its database file was replaced")
 
     # ---- reading ------------------------------------------------------------------
 
     def _row(self, c: Connection, code: object) -> Any:
-        """The open class `code` names (unexpired, not ended), else ClassError."""
+        """The open class `code` names (unexpired, not idle, not ended), else ClassError."""
         code = normalize_code(code)
         row = c.execute(select(classes).where(classes.c.code == code)).first()
-        if row is None or row.closed or row.expires <= self.clock():
-            raise UNKNOWN
+        now = self.clock()
+        if row is None or row.closed or row.expires <= now:
+            raise unknown(self.limits)
+        if row.active + self.limits.idle_s <= now:
+            raise unknown(self.limits)
         return row
 
     @staticmethod
@@ -122,7 +175,7 @@ class Classroom:
 
     def get(self, code: object) -> ClassInfo:
         """The class `code` names, as a student sees it."""
-        with self.engine.begin() as c:
+        with self._tx() as c:
             return self._info(self._row(c, code))
 
     def _teacher_row(self, c: Connection, code: object, teacher_key: object) -> Any:
@@ -132,25 +185,32 @@ class Classroom:
         return row
 
     def teach(self, code: object, teacher_key: object) -> ClassInfo:
-        """The class, if `teacher_key` is its teacher's (to resume the teacher's view)."""
-        with self.engine.begin() as c:
-            return self._info(self._teacher_row(c, code, teacher_key))
+        """The class, if `teacher_key` is its teacher's (to resume the teacher's view).
 
-    def answer_of(self, code: object, question: int, student: str) -> str | None:
-        """The answer this student gave to this question, if any."""
-        with self.engine.begin() as c:
+        A teacher's view keeps the class active (marked at most once a minute).
+        """
+        with self._tx() as c:
+            row = self._teacher_row(c, code, teacher_key)
+        if row.active + TOUCH_S <= self.clock():
+            with suppress(ClassUnavailable), self._tx(write=True) as c:  # busy: the next view
+                c.execute(update(classes).where(classes.c.id == row.id).values(active=self.clock()))
+        return self._info(row)
+
+    def answer_of(self, code: object, question: int, student: object) -> str | None:
+        """The answer this student's token gave to this question, if any."""
+        with self._tx() as c:
             row = self._row(c, code)
             return c.execute(
                 select(answers.c.answer).where(
                     answers.c.class_id == row.id,
                     answers.c.question == int(question),
-                    answers.c.student == str(student)[:32],
+                    answers.c.student == _token(row.code, student),
                 )
             ).scalar()
 
     def counts(self, code: object, teacher_key: object, question: int | None = None) -> dict:
         """How many students gave each answer to `question` (default: the current one)."""
-        with self.engine.begin() as c:
+        with self._tx() as c:
             row = self._teacher_row(c, code, teacher_key)
             q = row.question if question is None else int(question)
             rows = c.execute(
@@ -162,77 +222,99 @@ class Classroom:
 
     # ---- writing ------------------------------------------------------------------
 
-    def open(self, kind: str, seed: int) -> Opened:
+    def open(self, kind: str, seed: int, client: object = "") -> Opened:
         """Start a class on exercise (`kind`, `seed`); returns its code and teacher key.
 
+        `client`: the opener's address or browser id (rate-limited per key).
+
         Raises:
-            ClassError: too many open classes, or a bad kind or seed.
+            ClassError: too many open classes, this client opened too many, bad kind or seed.
         """
         self._check_exercise(kind, seed)
         key = secrets.token_urlsafe(16)
-        now = self.clock()
-        with self.engine.begin() as c:
+        lim, who = self.limits, _client(client)
+        with self._tx(write=True) as c:
+            now = self.clock()
             self._purge(c, now)
-            n_open = c.execute(select(func.count()).select_from(classes)).scalar_one()
-            if n_open >= self.limits.open_classes:
+            mine = c.execute(
+                select(func.count()).where(
+                    classes.c.client == who, classes.c.created > now - lim.open_window_s
+                )
+            ).scalar_one()
+            if mine >= lim.opens_per_client:
+                raise ClassError(
+                    f"This browser or address has opened {mine} classes in the last "
+                    f"{lim.open_window_s / 60:g} minutes, the limit. Resume one of them with "
+                    "its teacher key, or try again later."
+                )
+            n_open = c.execute(select(func.count()).where(classes.c.closed.is_(False))).scalar_one()
+            if n_open >= lim.open_classes:
                 raise ClassError(
                     f"This server already runs {n_open} classes, its limit. End a class you "
                     "no longer need, or try again later."
                 )
             for _ in range(8):  # a clash of 50-bit codes is all but impossible; retry anyway
                 code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LEN))
-                row = dict(code=code, teacher_hash=_hash(key), kind=kind, seed=int(seed))
-                row |= dict(question=1, revealed=False, closed=False, created=now)
+                row = dict(code=code, teacher_hash=_hash(key), client=who, kind=kind)
+                row |= dict(seed=int(seed), question=1, revealed=False, closed=False)
+                row |= dict(created=now, active=now, expires=now + lim.lifetime_s)
                 try:
                     with c.begin_nested():
-                        c.execute(
-                            insert(classes).values(**row, expires=now + self.limits.lifetime_s)
-                        )
+                        c.execute(insert(classes).values(**row))
                     break
                 except IntegrityError:
                     continue
             info = self._info(self._row(c, code))
         return Opened(info, key)
 
-    def submit(self, code: object, question: int, student: object, answer: object) -> None:
-        """Store a student's answer to the current question (a second answer replaces it).
+    def submit(
+        self, code: object, question: int, student: object, answer: object, client: object = ""
+    ) -> str:
+        """Store a student's answer to the current question; returns it once committed.
+
+        `student` is the browser's token (a second answer replaces the first); `client`
+        the sender's address or browser id (at most `answers_per_client` per question).
 
         Raises:
             ClassError: unknown code, another question, answers closed, full, bad input.
+            ClassUnavailable: the database failed: the answer is not in.
         """
         student = str(student)
-        if not _STUDENT.fullmatch(student):
-            raise ClassError("This browser session has no valid student id: reload the page.")
+        if not STUDENT_RE.fullmatch(student):
+            raise ClassError("This browser has no valid student token: reload the page.")
         answer = str(answer)
         if len(answer) > MAX_ANSWER_CHARS:
             raise ClassError("That answer is too long to store.")
-        with self.engine.begin() as c:
+        who = _client(client)
+        with self._tx(write=True) as c:
             row = self._row(c, code)
             if int(question) != row.question:
                 raise ClassError("The teacher has moved on: answer the new question.")
             if row.revealed:
                 raise ClassError("The answer is revealed: this question takes no more answers.")
-            mine = and_(
-                answers.c.class_id == row.id,
-                answers.c.question == row.question,
-                answers.c.student == student,
-            )
             now = self.clock()
+            c.execute(update(classes).where(classes.c.id == row.id).values(active=now))
+            this_q = and_(answers.c.class_id == row.id, answers.c.question == row.question)
+            student = _token(row.code, student)
+            mine = and_(this_q, answers.c.student == student)
             if c.execute(update(answers).where(mine).values(answer=answer, at=now)).rowcount:
-                return
-            n = c.execute(
-                select(func.count()).where(
-                    answers.c.class_id == row.id, answers.c.question == row.question
-                )
-            ).scalar_one()
+                return answer
+            n = c.execute(select(func.count()).where(this_q)).scalar_one()
             if n >= self.limits.students:
                 raise ClassError(f"This question already has {n} answers, the limit for a class.")
-            values = dict(class_id=row.id, question=row.question, student=student)
+            n = c.execute(select(func.count()).where(this_q, answers.c.client == who)).scalar_one()
+            if n >= self.limits.answers_per_client:
+                raise ClassError(
+                    f"This browser or address already sent {n} answers to this question, "
+                    "the limit for one client."
+                )
+            values = dict(class_id=row.id, question=row.question, student=student, client=who)
             try:
                 with c.begin_nested():
                     c.execute(insert(answers).values(**values, answer=answer, at=now))
-            except IntegrityError:  # the same student, at the same moment, elsewhere
+            except IntegrityError:  # the same token, at the same moment, elsewhere
                 c.execute(update(answers).where(mine).values(answer=answer, at=now))
+        return answer
 
     def reveal(self, code: object, teacher_key: object) -> ClassInfo:
         """Show the current question's answer to the whole class (answers close)."""
@@ -241,37 +323,47 @@ class Classroom:
     def next(self, code: object, teacher_key: object, kind: str, seed: int) -> ClassInfo:
         """Move the class on to a new exercise (a new question number, answers open)."""
         self._check_exercise(kind, seed)
-        with self.engine.begin() as c:
+        with self._tx(write=True) as c:
             row = self._teacher_row(c, code, teacher_key)
+            values = dict(kind=kind, seed=int(seed), question=row.question + 1, revealed=False)
             c.execute(
-                update(classes)
-                .where(classes.c.id == row.id)
-                .values(kind=kind, seed=int(seed), question=row.question + 1, revealed=False)
+                update(classes).where(classes.c.id == row.id).values(**values, active=self.clock())
             )
             return self._info(self._row(c, row.code))
 
     def close(self, code: object, teacher_key: object) -> None:
-        """End the class: its code stops working and its answers are deleted."""
-        with self.engine.begin() as c:
+        """End the class: its code stops working and its answers are deleted.
+
+        The ended class's row (no answers) stays until its opener's window is over, so
+        ending and reopening does not get around the per-client limit.
+        """
+        with self._tx(write=True) as c:
             row = self._teacher_row(c, code, teacher_key)
             c.execute(delete(answers).where(answers.c.class_id == row.id))
-            c.execute(delete(classes).where(classes.c.id == row.id))
+            c.execute(update(classes).where(classes.c.id == row.id).values(closed=True))
 
     def _set(self, code: object, teacher_key: object, **values: object) -> ClassInfo:
-        with self.engine.begin() as c:
+        with self._tx(write=True) as c:
             row = self._teacher_row(c, code, teacher_key)
-            c.execute(update(classes).where(classes.c.id == row.id).values(**values))
+            c.execute(
+                update(classes).where(classes.c.id == row.id).values(**values, active=self.clock())
+            )
             return self._info(self._row(c, row.code))
 
     def _purge(self, c: Connection, now: float) -> None:
-        """Delete expired and ended classes with their answers."""
-        gone = select(classes.c.id).where(or_(classes.c.expires <= now, classes.c.closed))
+        """Delete expired and idle classes' answers; drop their rows after the window."""
+        lim = self.limits
+        over = or_(classes.c.expires <= now, classes.c.active + lim.idle_s <= now)
+        c.execute(update(classes).where(over, classes.c.closed.is_(False)).values(closed=True))
+        gone = select(classes.c.id).where(classes.c.closed)
         c.execute(delete(answers).where(answers.c.class_id.in_(gone)))
-        c.execute(delete(classes).where(or_(classes.c.expires <= now, classes.c.closed)))
+        c.execute(
+            delete(classes).where(classes.c.closed, classes.c.created <= now - lim.open_window_s)
+        )
 
     @staticmethod
     def _check_exercise(kind: str, seed: int) -> None:
-        if not isinstance(kind, str) or not _KIND.fullmatch(kind):
+        if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
             raise ClassError("Unknown exercise kind.")
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
             raise ClassError(f"The seed must be a whole number from 0 to {MAX_SEED}.")
