@@ -1,0 +1,154 @@
+"""SmolLM2 on the pages: the massive-activation section on /distributions (its numbers
+against torch on three texts, its sentences from those numbers, the prediction before the
+reveal), run through AppTest and in Chromium."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from conftest import assert_clean, run_app, texts
+from torch.nn import functional as F
+
+from normviz.distributions import example_setup, massive, sections_for
+from normviz.pretrained import RealInput, smollm2
+from normviz.pretrained.smollm2_net import NORMS, Taps
+from normviz.sections import no_progress
+
+TEXTS = (
+    "The capital of France is Paris, and it is known for the Eiffel Tower.",
+    "A dog slept by the door all day while the rain kept falling outside.",
+    "Normalization keeps activations in a stable range during training of deep networks.",
+)
+SHORT = "The cat sat.\nA dog slept by the door."  # AppTest: short texts keep it cheap
+
+
+@pytest.fixture(scope="module")
+def loaded() -> None:
+    smollm2.load()  # once per module (about 8 CPU-s): later tests share the cached model
+
+
+def view(text: str, guess: str = "broken", layer: str = "") -> massive.MassiveView:
+    setup = replace(example_setup(), source=RealInput("smollm2", layer, text))
+    return massive.SECTION.run(setup, {"guess": guess}, no_progress)
+
+
+@pytest.fixture(scope="module")
+def res(loaded: None) -> massive.MassiveView:
+    return view("\n".join(TEXTS))
+
+
+def test_off_smollm2_the_section_is_empty_and_not_shown() -> None:
+    v = massive.SECTION.run(example_setup(), {"guess": "broken"}, no_progress)
+    assert not v.ran and massive.figure(v, False) is None and massive.table(v) is None
+    assert "SmolLM2" in massive.notes(v)[0]
+    assert massive.SECTION not in sections_for(example_setup().source)
+    assert massive.SECTION in sections_for(RealInput("smollm2", text=SHORT))
+
+
+def test_the_largest_value_is_dimension_507_of_the_first_token_in_each_text(res) -> None:
+    """Against torch: each sentence's stream entering blk.12.attn_norm, run alone. Margins:
+    over 10,000 (measured 22,552 to 24,494) and over 5,000× the median (10,600-11,800)."""
+    assert res.layer == "blk.12.attn_norm" and len(res.found) == 3
+    for text, m in zip(TEXTS, res.found, strict=True):
+        x = torch.from_numpy(smollm2.hidden_states([text], res.layer)[0][0]).double()  # (T, C)
+        t, d = np.unravel_index(int(x.abs().argmax()), x.shape)
+        assert (m.token, m.dim) == (t, d) == (0, 507)
+        assert m.value == pytest.approx(float(x[0, 507]), rel=1e-6) and abs(m.value) > 10_000
+        assert m.ratio == pytest.approx(abs(m.value) / float(x.abs().median()), rel=1e-4)
+        assert m.ratio > 5_000
+        # the RMS it divides by is torch's: x / rms_norm(x), at least |x_507| / √576
+        rms = (x / F.rms_norm(x, (576,), eps=1e-5))[:, 0]
+        assert m.rms == pytest.approx(float(rms[0]), rel=1e-6)
+        assert m.rms >= abs(m.value) / 24 and m.squeeze > 50  # measured 157 to 180
+
+
+def test_rmsnorm_output_is_the_models_own_norm(res) -> None:
+    """The after-the-norm features shown equal what the model's nn.RMSNorm emitted."""
+    ids = smollm2.encode(TEXTS[:1])
+    taps = Taps(catch=(res.layer,), logits=False)
+    smollm2.run(ids, taps)
+    h, y = (a[0].double() for a in taps.caught[res.layer])
+    np.testing.assert_allclose(res.x_top, h[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(res.y_top, y[0].numpy(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(res.y_typical, y[res.typical].numpy(), rtol=1e-4, atol=1e-6)
+    # every other feature of token 0 comes out small: at most 2 (measured 1.13)
+    assert np.delete(np.abs(res.y_top), 507).max() < 2
+
+
+def test_the_interventions_and_the_sentences_that_report_them(res) -> None:
+    """Per sentence: zeroing breaks it (over +5 nats, measured +9.9 to +13.3), the other
+    sentences' mean or a random zero move it under 0.25 and 0.1; the notes quote the
+    mean NLLs as computed and call the outcome from them."""
+    for r in res.runs:
+        assert r.zeroed > r.base + 5 and abs(r.replaced - r.base) < 0.25
+        assert r.random_dim != 507 and abs(r.random_zeroed - r.base) < 0.1
+    base = np.mean([r.base for r in res.runs])
+    zero = np.mean([r.zeroed for r in res.runs])
+    text = "\n".join(massive.notes(res))
+    assert f"{base:.2f} nats as it is; **{zero:.2f}** with that one scalar set to 0" in text
+    assert "Your prediction matches" in text and "dimension **507** of token 0" in text
+    assert massive.outcome(zero - base) == "broken"
+    wrong = "\n".join(massive.notes(replace(res, guess="same")))
+    assert "Your prediction was *almost nothing" in wrong and "*the model breaks" in wrong
+    df = massive.table(res)
+    assert list(df["dimension"]) == [507] * 3 and (df["zeroed"] > df["NLL"] + 5).all()
+
+
+def test_before_a_guess_nothing_is_revealed(loaded: None) -> None:
+    v = view(SHORT, guess="wait")
+    assert v.ran and not v.runs
+    text = "\n".join(massive.notes(v))
+    assert "Predict first" in text and "nats" not in text
+    assert "NLL" not in massive.table(v).columns
+
+
+def test_where_the_massive_activation_is_born(res) -> None:
+    """Token 0 is over 1,000× the median in every sentence from blk.12.attn_norm on
+    (block 11's feed-forward writes it), at none of the 23 norms before."""
+    assert NORMS[res.born] == "blk.12.attn_norm"
+    assert res.depth_top[: res.born].max() < 1_000 < res.depth_top[res.born]
+    assert f"at {res.massive_norms} of the 61 norms" in "\n".join(massive.notes(res))
+
+
+def test_an_early_layer_says_it_holds_no_massive_activation(loaded: None) -> None:
+    v = view(SHORT, guess="wait", layer="blk.3.attn_norm")
+    assert all(m.ratio < massive.MASSIVE_RATIO for m in v.found)
+    assert "not a massive activation" in "\n".join(massive.notes(v))
+
+
+def test_the_figure_is_valid_and_small(res) -> None:
+    from signals import assert_valid
+
+    fig = massive.figure(res, False)
+    assert_valid(fig)
+    assert len(fig.data) == 6 and len(fig.to_json()) < 200_000
+    assert fig.layout.yaxis.type == fig.layout.yaxis2.type == "log"
+
+
+def test_the_page_section_runs_and_reveals_after_a_guess(loaded: None) -> None:
+    at = run_app("distributions", {"data": "smollm2", "text": SHORT}, timeout=300)
+    assert_clean(at)
+    assert "One number that holds a language model up" in [s.value for s in at.subheader]
+    assert "Predict first" in texts(at) and "nats as it is" not in texts(at)
+    at.radio(key="guess").set_value("broken").run(timeout=300)
+    assert_clean(at)
+    assert "nats as it is" in texts(at) and "Your prediction matches" in texts(at)
+
+
+@pytest.mark.browser
+def test_the_massive_activation_section_in_a_browser(page, server) -> None:
+    """Chromium opens /distributions on SmolLM2 with a guess made: the section's chart
+    (its two panels' titles) and its computed reveal, no exception."""
+    from urllib.parse import quote
+
+    from conftest import assert_no_exception, wait_done
+
+    page.goto(f"{server}/distributions?data=smollm2&guess=broken&text={quote(SHORT)}")
+    page.get_by_text("One number that holds a language model up").wait_for(timeout=300_000)
+    wait_done(page, timeout=300_000)
+    assert_no_exception(page)
+    page.get_by_text("Largest |x| entering each norm").first.wait_for()
+    page.get_by_text("Your prediction matches").first.wait_for()
