@@ -147,7 +147,9 @@ def test_the_massive_activation_section_in_a_browser(page, server) -> None:
     from conftest import assert_no_exception, wait_done
 
     page.goto(f"{server}/distributions?data=smollm2&guess=broken&text={quote(SHORT)}")
-    page.get_by_text("One number that holds a language model up").wait_for(timeout=300_000)
+    page.get_by_text("One number that holds a language model up", exact=True).wait_for(
+        timeout=300_000
+    )
     wait_done(page, timeout=300_000)
     assert_no_exception(page)
     page.get_by_text("Largest |x| entering each norm").first.wait_for()
