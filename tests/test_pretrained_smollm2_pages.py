@@ -12,7 +12,7 @@ import torch
 from conftest import assert_clean, run_app, texts
 from torch.nn import functional as F
 
-from normviz.distributions import example_setup, massive, sections_for
+from normviz.distributions import dyt_fit, example_setup, massive, sections_for
 from normviz.pretrained import RealInput, smollm2
 from normviz.pretrained.smollm2_net import NORMS, Taps
 from normviz.sections import no_progress
@@ -132,10 +132,74 @@ def test_the_page_section_runs_and_reveals_after_a_guess(loaded: None) -> None:
     at = run_app("distributions", {"data": "smollm2", "text": SHORT}, timeout=300)
     assert_clean(at)
     assert "One number that holds a language model up" in [s.value for s in at.subheader]
+    assert dyt_fit.SECTION.label in [s.value for s in at.subheader]
     assert "Predict first" in texts(at) and "nats as it is" not in texts(at)
     at.radio(key="guess").set_value("broken").run(timeout=300)
     assert_clean(at)
     assert "nats as it is" in texts(at) and "Your prediction matches" in texts(at)
+
+
+# ---- does DyT fit here? ---------------------------------------------------------------------
+
+
+def _sse(x: np.ndarray, y: np.ndarray, s: float, a: float) -> float:
+    x, y = torch.from_numpy(x).double(), torch.from_numpy(y).double()
+    return float(((y - s * torch.tanh(a * x)) ** 2).sum())
+
+
+def test_fit_tanh_recovers_a_tanh_and_beats_scipy_curve_fit() -> None:
+    from scipy.optimize import curve_fit
+
+    g = np.random.default_rng(0)
+    x = g.normal(0, 4, 3000)
+    s, a, r2 = dyt_fit.fit_tanh(x, 1.7 * np.tanh(0.3 * x))
+    assert (s, a, r2) == (
+        pytest.approx(1.7, rel=1e-3),
+        pytest.approx(0.3, rel=1e-3),
+        pytest.approx(1),
+    )
+    y = np.tanh(0.8 * x) + g.normal(0, 0.3, x.size)
+    s, a, r2 = dyt_fit.fit_tanh(x, y)
+    ours = _sse(x, y, s, a)
+    total = float(((torch.from_numpy(y) - float(np.mean(y))) ** 2).sum())
+    assert r2 == pytest.approx(1 - ours / total, rel=1e-9)
+    for p0 in ((1, 1), (0.5, 0.1), (2, 3)):
+        (cs, ca), _ = curve_fit(lambda t, s, a: s * np.tanh(a * t), x, y, p0=p0, maxfev=5000)
+        assert ours <= _sse(x, y, cs, ca) * (1 + 1e-6)
+
+
+@pytest.fixture(scope="module")
+def dyt(loaded: None) -> dyt_fit.DytFit:
+    setup = replace(example_setup(), source=RealInput("smollm2", "", "\n".join(TEXTS)))
+    return dyt_fit.SECTION.run(setup, {}, no_progress)
+
+
+def test_dyt_fits_early_norms_and_fails_where_the_massive_token_is(dyt) -> None:
+    """R² against torch over every token of the three texts (each run alone): good before
+    the massive activation (blk.0: over 0.9, measured 0.99), poor after (blk.12: under 0.6,
+    measured 0.27) and good again once the outlier token is left out (over 0.9, 0.98)."""
+    for layer in ("blk.0.attn_norm", "blk.12.attn_norm"):
+        x = np.concatenate([smollm2.hidden_states([t], layer)[0][0] for t in TEXTS])
+        u = F.rms_norm(torch.from_numpy(x).double(), (576,), eps=1e-5).numpy()
+        s, a, r2 = dyt_fit.fit_tanh(x, u)
+        i = NORMS.index(layer)
+        assert dyt.r2[i] == pytest.approx(r2, abs=1e-6)
+        total = float(((u - u.mean()) ** 2).sum())
+        assert r2 == pytest.approx(1 - _sse(x.ravel(), u.ravel(), s, a) / total, rel=1e-6)
+    i0, i12 = NORMS.index("blk.0.attn_norm"), NORMS.index("blk.12.attn_norm")
+    assert dyt.r2[i0] > 0.9 and dyt.r2[i12] < 0.6 < 0.9 < dyt.r2_rest[i12]
+    assert dyt.outliers[i12] == 3 and dyt.outliers[i0] == 0  # token 0 of each text
+    text = "\n".join(dyt_fit.notes(dyt))
+    assert f"R² = {dyt.r2[i12]:.2f}" in text and "one tanh can follow only one such slope" in text
+    assert f"1/{1 / dyt.slopes[0]:,.0f}" in text and dyt.slopes[1] / dyt.slopes[0] > 50
+
+
+def test_the_dyt_figure_is_valid_and_small(dyt) -> None:
+    from signals import assert_valid
+
+    fig = dyt_fit.figure(dyt, False)
+    assert_valid(fig)
+    assert len(fig.to_json()) < 300_000 and len(fig.data) == 5
 
 
 @pytest.mark.browser

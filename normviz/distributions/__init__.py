@@ -14,6 +14,7 @@ from normviz.distributions import (
     all_methods,
     before_after,
     downloads,
+    dyt_fit,
     eps,
     feature_dims,
     massive,
@@ -52,7 +53,8 @@ PART: tuple[Section, ...] = (
     sample_scale.SECTION,
     sample_scale.RMS_SECTION,
 )
-SECTIONS: tuple[Section, ...] = (*WHOLE, massive.SECTION, *PART, downloads.SECTION)
+SMOLLM2: tuple[Section, ...] = (massive.SECTION, dyt_fit.SECTION)  # on SmolLM2's stream only
+SECTIONS: tuple[Section, ...] = (*WHOLE, *SMOLLM2, *PART, downloads.SECTION)
 KNOBS = merge(*(s.knobs for s in SECTIONS))
 
 INTRO = (
@@ -108,7 +110,7 @@ def sections_for(source: Source) -> tuple[Section, ...]:
         s
         for s in SECTIONS
         if not (skip and s is feature_dims.SECTION)
-        and (s is not massive.SECTION or massive.applies(source))
+        and (s not in SMOLLM2 or massive.applies(source))
     )
 
 
