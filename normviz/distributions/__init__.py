@@ -17,6 +17,7 @@ from normviz.distributions import (
     dyt_fit,
     eps,
     feature_dims,
+    int8,
     massive,
     rms_layer,
     sample_scale,
@@ -53,7 +54,11 @@ PART: tuple[Section, ...] = (
     sample_scale.SECTION,
     sample_scale.RMS_SECTION,
 )
-SMOLLM2: tuple[Section, ...] = (massive.SECTION, dyt_fit.SECTION)  # on SmolLM2's stream only
+SMOLLM2: tuple[Section, ...] = (
+    massive.SECTION,
+    dyt_fit.SECTION,
+    int8.SECTION,
+)  # on SmolLM2's stream only
 SECTIONS: tuple[Section, ...] = (*WHOLE, *SMOLLM2, *PART, downloads.SECTION)
 KNOBS = merge(*(s.knobs for s in SECTIONS))
 
