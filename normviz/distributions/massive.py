@@ -301,12 +301,16 @@ def notes(res: MassiveView) -> Sequence[str]:
         )
     m = f[0]
     root = abs(m.value) / np.sqrt(res.x_top.size)
-    out.append(
+    head = (
         f"RMSNorm divides a token by its RMS. For token {m.token} of sentence 1 that is "
-        f"{m.rms:,.1f} (the one scalar alone gives |x|/√{res.x_top.size} = {root:,.1f}); the "
-        f"other tokens' median RMS is {m.rms_others:,.2f}. So every other feature of this "
-        f"token is divided {m.squeeze:,.0f} times more than a typical token's."
+        f"{m.rms:,.1f} (the one scalar alone gives |x|/√{res.x_top.size} = {root:,.1f})"
     )
+    if np.isfinite(m.rms_others):
+        head += (
+            f"; the other tokens' median RMS is {m.rms_others:,.2f}. So every other feature "
+            f"of this token is divided {m.squeeze:,.0f} times more than a typical token's"
+        )
+    out.append(head + ".")
     return tuple(out) + tuple(_reveal(res))
 
 
