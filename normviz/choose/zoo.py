@@ -255,7 +255,30 @@ ZOO["efficientnet_lite0"] = ZooModel(
     _efficientnet_lite0,
     (1, 3, 224, 224),
 )
-PRETRAINED: tuple[str, ...] = ("efficientnet_lite0",)  # ZOO keys of the pretrained models
+
+
+# ---- a real pretrained language model (issue 30): SmolLM2-135M, audited from its header ----
+
+
+def _smollm2() -> nn.Module:
+    """The shared loaded model (the header audit never calls this: no weight is read)."""
+    from normviz.pretrained import smollm2
+
+    return smollm2.model()
+
+
+ZOO["smollm2"] = ZooModel(
+    "smollm2",
+    "SmolLM2-135M (pretrained language model, RMSNorm)",
+    "a real 30-block Llama-style decoder, audited from its GGUF file's header alone (tensor "
+    "names, types and metadata; nothing dequantized, nothing run): the placements are the "
+    "ones the header's llama architecture gives its norms, not traced; the example input "
+    "is the residual stream entering each norm",
+    _smollm2,
+    (1, 64, 576),
+)
+HEADER_AUDITS = {"smollm2": "smollm2_report"}  # ZOO keys audited from a file header
+PRETRAINED: tuple[str, ...] = ("efficientnet_lite0", "smollm2")  # ZOO keys of pretrained models
 
 
 # ---- a real pretrained transformer (issue 16): MiniLM, audited on request --------------
@@ -289,6 +312,10 @@ def audit_zoo_model(key: str, seed: int = 0) -> AuditReport:
     """Build a zoo model with a fixed seed (a pretrained one: load it) and audit it."""
     if key not in MODELS:
         raise AuditError(f"unknown model {key!r}: choose one of {', '.join(MODELS)}")
+    if key in HEADER_AUDITS:
+        from normviz.choose import header_audit
+
+        return getattr(header_audit, HEADER_AUDITS[key])()
     z = MODELS[key]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -14,8 +14,11 @@ from normviz.distributions import (
     all_methods,
     before_after,
     downloads,
+    dyt_fit,
     eps,
     feature_dims,
+    int8,
+    massive,
     rms_layer,
     sample_scale,
     uncontrolled,
@@ -51,7 +54,12 @@ PART: tuple[Section, ...] = (
     sample_scale.SECTION,
     sample_scale.RMS_SECTION,
 )
-SECTIONS: tuple[Section, ...] = (*WHOLE, *PART, downloads.SECTION)
+SMOLLM2: tuple[Section, ...] = (
+    massive.SECTION,
+    dyt_fit.SECTION,
+    int8.SECTION,
+)  # on SmolLM2's stream only
+SECTIONS: tuple[Section, ...] = (*WHOLE, *SMOLLM2, *PART, downloads.SECTION)
 KNOBS = merge(*(s.knobs for s in SECTIONS))
 
 INTRO = (
@@ -90,6 +98,8 @@ def input_caption(source: Generated) -> str:
 
 def choice_label(knob: str, value: object) -> str:
     """How a knob's choice reads in its widget."""
+    if knob == "guess":
+        return massive.choice_label(str(value))
     return eps.choice_label(str(value)) if knob == "edata" else str(value)
 
 
@@ -100,9 +110,15 @@ def title(section: Section, setup: Setup) -> str:
 
 def sections_for(source: Source) -> tuple[Section, ...]:
     """The sections shown for an input: feature dimensions by size only for data that
-    may have outlier channels (a real source, an upload, the outliers generator)."""
+    may have outlier channels (a real source, an upload, the outliers generator); the
+    massive activation only on SmolLM2's stream."""
     skip = isinstance(source, Generated) and source.data != "outliers"
-    return tuple(s for s in SECTIONS if not (skip and s is feature_dims.SECTION))
+    return tuple(
+        s
+        for s in SECTIONS
+        if not (skip and s is feature_dims.SECTION)
+        and (s not in SMOLLM2 or massive.applies(source))
+    )
 
 
 def setup_for(section: Section, setup: Setup) -> Setup:

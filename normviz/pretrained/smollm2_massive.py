@@ -112,8 +112,9 @@ class Depth:
     rms_max: np.ndarray  # (L,) the largest such RMS (from blk.12 on, the first token's)
 
 
-def depth(texts: Sequence[str], progress: Progress = None) -> Depth:
-    """The depth curves of the stream entering each norm, for `texts` (one pass).
+def depth(texts: Sequence[str], progress: Progress = None, skip_first: bool = False) -> Depth:
+    """The depth curves of the stream entering each norm, for `texts` (one pass);
+    `skip_first`: each sentence's first token (where the massive scalar sits) left out.
 
     Raises:
         NotInstalled: the wheel is absent.
@@ -126,7 +127,9 @@ def depth(texts: Sequence[str], progress: Progress = None) -> Depth:
         smollm2.run(ids, taps)
     real = torch.zeros(len(ids), max(map(len, ids)), dtype=torch.bool)
     for b, row in enumerate(ids):
-        real[b, : len(row)] = True  # the padding never enters
+        real[b, int(skip_first) : len(row)] = True  # the padding never enters
+    if not real.any():
+        raise ValueError("no token left once the first token of each sentence is dropped")
     x = torch.stack([taps.caught[n][0][real] for n in NORMS]).double()  # (L, tokens, C)
     rms = (x.square().mean(-1) + smollm2.config().eps).sqrt()  # (L, tokens)
     mag = x.abs().flatten(1)

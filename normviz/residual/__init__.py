@@ -11,7 +11,9 @@ A stack of L residual blocks, each `x + F(Norm(x))` (pre-norm), `Norm(x + F(x))`
   of 6, 12 and 24 blocks: large near the output in post-norm whatever the depth,
   shrinking with depth in pre-norm (why post-norm needs warm-up; module `warmup`);
 - `training`: a short full-batch Adam run showing which placements diverge as depth
-  or learning rate grows (module `training`).
+  or learning rate grows (module `training`);
+- `pretrained`: the stream entering every norm of two real checkpoints, pre-norm
+  SmolLM2 beside post-norm MiniLM (module `pretrained_depth`).
 
 Pure torch, seeded, CPU. `model` holds the stack and the task all sections share.
 """
@@ -19,7 +21,7 @@ Pure torch, seeded, CPU. `model` holds the stack and the task all sections share
 from __future__ import annotations
 
 from normviz.knobs import merge
-from normviz.residual import depth, placement, training, warmup
+from normviz.residual import depth, placement, pretrained_depth, training, warmup
 from normviz.residual.depth import MAX_SEEDS, InitProfile, init_profile, stack_statistics
 from normviz.residual.model import (
     BLOCKS,
@@ -58,6 +60,7 @@ SECTIONS: tuple[Section, ...] = (
     depth.SECTION,
     warmup.SECTION,
     training.SECTION,
+    pretrained_depth.SECTION,
 )
 KNOBS = merge(*(s.knobs for s in SECTIONS))  # the page's URL parameters
 
