@@ -5,12 +5,14 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
-from signals import assert_valid, same_looking
+from conftest import starts_a_server
+from signals import assert_valid, assert_within_budget, same_looking
 
 from normviz.errors import Refusal
 from normviz.knobs import Knob
@@ -19,7 +21,6 @@ from ui.pages import PAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "normviz"
-MAX_FIGURE_BYTES = 1_000_000
 
 
 def _module_name(path: Path) -> str:
@@ -43,10 +44,24 @@ def _imports(path: Path) -> set[str]:
 MODULES = {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_normviz_imports_neither_streamlit_nor_the_ui(name: str) -> None:
-    bad = [m for m in _imports(MODULES[name]) if m.split(".")[0] in ("streamlit", "ui")]
-    assert not bad, f"{name} imports {bad}"
+def _ui_imports(paths: dict[str, Path]) -> dict[str, list[str]]:
+    """Module -> the streamlit or ui modules it imports (only the modules that do)."""
+    found = {
+        name: sorted(m for m in _imports(path) if m.split(".")[0] in ("streamlit", "ui"))
+        for name, path in paths.items()
+    }
+    return {name: bad for name, bad in found.items() if bad}
+
+
+def _long_files(paths: dict[str, Path], limit: int) -> dict[str, int]:
+    """Module -> its line count, for the modules longer than `limit` lines."""
+    counts = {name: len(path.read_text().splitlines()) for name, path in paths.items()}
+    return {name: n for name, n in counts.items() if n > limit}
+
+
+def test_normviz_imports_neither_streamlit_nor_the_ui() -> None:
+    assert len(MODULES) > 50  # the walk found the package
+    assert not _ui_imports(MODULES), _ui_imports(MODULES)
 
 
 def test_normviz_has_no_import_cycle() -> None:
@@ -81,28 +96,55 @@ def path_is_pkg(name: str) -> bool:
     return MODULES[name].name == "__init__.py"
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_normviz_modules_are_short(name: str) -> None:
-    n = len(MODULES[name].read_text().splitlines())
-    assert n <= 400, f"{name} has {n} lines (at most 400: split it by topic)"
+def test_normviz_modules_are_short() -> None:
+    long = _long_files(MODULES, 400)
+    assert not long, f"modules over 400 lines (split them by topic): {long}"
 
 
 PAGE_FILES = sorted((ROOT / "pages").glob("*.py"))
 
 
-@pytest.mark.parametrize("path", PAGE_FILES, ids=lambda p: p.stem)
-def test_pages_are_wiring(path: Path) -> None:
+def _not_wiring(path: Path) -> list[str]:
+    """What makes a page more than wiring: length, caching, tables, error handling, prose."""
     src = path.read_text()
-    assert len(src.splitlines()) <= 150, f"{path.name}: {len(src.splitlines())} lines"
-    for banned in ("st.cache_", "pd.DataFrame(", "except NormConfigError"):
-        assert banned not in src, f"{path.name} contains {banned!r}"
+    found = [f"{n} lines" for n in [len(src.splitlines())] if n > 150]
+    found += [
+        f"contains {b!r}"
+        for b in ("st.cache_", "pd.DataFrame(", "except NormConfigError")
+        if b in src
+    ]
     tree = ast.parse(src)
-    for node in ast.walk(tree):
-        # prose lives with its topic: no long string literal in a page
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node is getattr(tree.body[0], "value", None):
-                continue  # the module docstring
-            assert len(node.value) <= 120, f"{path.name}: prose in the page: {node.value[:60]!r}…"
+    doc = getattr(tree.body[0], "value", None) if tree.body else None  # the module docstring
+    found += [
+        f"prose in the page: {node.value[:60]!r}…"  # prose lives with its topic
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        if node is not doc and len(node.value) > 120
+    ]
+    return found
+
+
+def test_pages_are_wiring() -> None:
+    assert len(PAGE_FILES) >= 8  # the walk found the pages
+    found = {p.name: bad for p in PAGE_FILES if (bad := _not_wiring(p))}
+    assert not found, found
+
+
+def test_the_structural_checks_catch_an_offender(tmp_path: Path) -> None:
+    """The three checks above report every offender they are shown (not only the first)."""
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import streamlit as st\n"
+        "def f():\n    from ui import state\n"
+        f"x = {'p' * 130!r}\n"
+        "st.cache_data\n" + "\n" * 160
+    )
+    good = tmp_path / "good.py"
+    good.write_text('"""A docstring."""\nimport torch\n')
+    files = {"bad": bad, "good": good}
+    assert _ui_imports(files) == {"bad": ["streamlit", "ui", "ui.state"]}
+    assert _long_files(files, 150) == {"bad": 165}
+    assert len(_not_wiring(bad)) == 3 and _not_wiring(good) == []
 
 
 # ---- every section: one interface -------------------------------------------------------
@@ -149,7 +191,7 @@ def test_section_interface(path: str, section: Section) -> None:
             fig = section.figure(res, presenter)
             assert fig is None or isinstance(fig, go.Figure)
             if fig is not None:
-                assert len(fig.to_json()) <= MAX_FIGURE_BYTES, section.slug
+                assert_within_budget(fig, what=section.slug)
                 assert not same_looking(fig), same_looking(fig)  # colour is not the only signal
                 assert_valid(fig)
         df = section.table(res)
@@ -174,3 +216,50 @@ def test_every_figure_is_built_as_a_spec() -> None:
         if object_api.search(line)
     ]
     assert not found, found
+
+
+# ---- the browser mark ---------------------------------------------------------------------
+
+TEST_FILES = sorted((ROOT / "tests").glob("test_*.py"))
+
+
+def _tests(path: Path) -> Iterator[tuple[str, list[str], set[str], bool]]:
+    """(name, arguments, parametrized arguments, marked browser by hand) per test."""
+    tree = ast.parse(path.read_text())
+    module_mark = any(
+        isinstance(n, ast.Assign) and "pytestmark" in ast.unparse(n) and "browser" in ast.unparse(n)
+        for n in tree.body
+    )
+    for f in tree.body:
+        if not isinstance(f, ast.FunctionDef) or not f.name.startswith("test"):
+            continue
+        marks = [ast.unparse(d) for d in f.decorator_list]
+        params: set[str] = set()
+        for d in f.decorator_list:
+            if isinstance(d, ast.Call) and ast.unparse(d.func).endswith("parametrize"):
+                names = ast.literal_eval(d.args[0])
+                params |= {
+                    n.strip() for n in (names.split(",") if isinstance(names, str) else names)
+                }
+        yield (
+            f.name,
+            [a.arg for a in f.args.args],
+            params,
+            module_mark or "pytest.mark.browser" in marks,
+        )
+
+
+def test_the_browser_mark_finds_every_server_test() -> None:
+    """conftest marks `browser` every test that starts a server or Chromium, so that
+    `pytest -m "not browser"` starts none: it finds each test marked by hand, and none of
+    the unit tests."""
+    marked = {
+        (p, n, tuple(a), frozenset(par)) for p in TEST_FILES for n, a, par, m in _tests(p) if m
+    }
+    assert len(marked) >= 15
+    missed = [f"{p.name}::{n}" for p, n, a, par in marked if not starts_a_server(p, n, a, par)]
+    assert not missed, missed
+    for name in ("test_core.py", "test_architecture.py", "test_sidebar.py", "test_payloads.py"):
+        path = ROOT / "tests" / name
+        found = [n for n, a, par, _ in _tests(path) if starts_a_server(path, n, a, par)]
+        assert not found, (name, found)

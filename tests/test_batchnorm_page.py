@@ -15,6 +15,7 @@ from conftest import (
     texts,
     wait_done,
 )
+from signals import assert_within_budget
 
 from normviz import batchnorm as bn
 from normviz.sections import slugs
@@ -96,7 +97,7 @@ def test_every_section(sim: str) -> None:
     charts = _charts(at)
     # one chart per section, and one per part with a figure (the model's shifted digits)
     assert len(charts) == (2 if sim in ("model", "realnet") else 1)
-    assert all(len(json.dumps(c)) <= 1_000_000 for c in charts)
+    assert_within_budget(*charts, what=sim)
     assert at.session_state["sim"] == sim and _query(at, "sim") == sim
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import assert_clean, assert_no_exception, run_app, texts, wait_done
+from signals import assert_within_budget
 from torch import nn
 
 from normviz import batchnorm as bn
@@ -186,7 +187,8 @@ def test_shifts() -> None:
 
 def test_figures_tables_notes(result: rn.RealNet) -> None:
     fig = rn.SECTION.figure(result, False)
-    assert fig is not None and len(fig.to_json()) < 1_000_000
+    assert fig is not None
+    assert_within_budget(fig)
     table = rn.SECTION.table(result)
     assert table is not None and len(table) == 3
     notes = " ".join(rn.SECTION.notes(result))

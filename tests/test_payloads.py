@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import assert_clean
+from signals import FIGURE_BUDGET
 
 from benchmarks.common import (
     app_test,
@@ -28,7 +29,6 @@ from benchmarks.common import (
 from normviz import STANDARD_METHODS
 from ui.params import PAGE_PARAMS, fmt, max_elements
 
-LIMIT = 1_000_000  # characters of JSON per figure (DESIGN.md budget)
 PAGES = page_ids()
 
 
@@ -58,7 +58,7 @@ def _check(at, where: str) -> int:
     assert_clean(at)
     assert sidebar_drawn(at), f"{where}: the page ran without app.py's sidebar"
     sizes = figure_sizes(at)
-    over = [f"{f.name}: {f.chars:,} chars" for f in sizes if f.chars > LIMIT]
+    over = [f"{f.name}: {f.chars:,} chars" for f in sizes if f.chars > FIGURE_BUDGET]
     assert not over, f"{where}: figures over 1 MB: {over}"
     return max((f.chars for f in sizes), default=0)
 
