@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -204,8 +205,6 @@ def test_section_interface(path: str, section: Section) -> None:
 def test_every_figure_is_built_as_a_spec() -> None:
     """One way to build a figure (normviz/figures/spec.py): plotly's object API, which
     costs 5-40 ms a figure, appears nowhere else."""
-    import re
-
     object_api = re.compile(r"make_subplots\(|\bgo\.(?!Figure\b)[A-Z]\w*\(|\bgo\.Figure\(")
     found = [
         f"{path.relative_to(ROOT)}:{n}"
@@ -263,3 +262,36 @@ def test_the_browser_mark_finds_every_server_test() -> None:
         path = ROOT / "tests" / name
         found = [n for n, a, par, _ in _tests(path) if starts_a_server(path, n, a, par)]
         assert not found, (name, found)
+
+
+# ---- the README stays true -----------------------------------------------------------------
+
+README = (ROOT / "README.md").read_text()
+NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+NUMBER_WORDS += "fourteen fifteen sixteen seventeen eighteen nineteen twenty"
+
+
+def test_the_readme_names_every_page_parameter() -> None:
+    """The README's table of page parameters has a row per page naming each of its URL
+    parameters (or their `prefix_*`)."""
+    from ui.params import PAGE_PARAMS
+
+    rows = {m[1]: m[2] for m in re.finditer(r"^\| `/([\w-]+)` \| (.*) \|$", README, re.M)}
+    missing = {
+        page: [
+            p.name
+            for p in params
+            if f"`{p.name}`" not in rows.get(page, "")
+            and f"`{p.name.split('_')[0]}_*`" not in rows.get(page, "")
+        ]
+        for page, params in PAGE_PARAMS.items()
+    }
+    assert not {k: v for k, v in missing.items() if v}, missing
+
+
+def test_the_readme_counts_the_batchnorm_lab_sections() -> None:
+    import normviz.batchnorm as bn
+
+    said = re.search(r"\*\*BatchNorm lab\*\*: (\w+) sections", README)
+    assert said, "the tour no longer counts the lab's sections"
+    assert NUMBER_WORDS.split().index(said[1]) == len(bn.SECTIONS), said[1]
