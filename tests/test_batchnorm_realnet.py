@@ -176,9 +176,9 @@ def test_shifts() -> None:
         assert lo.mean() == pytest.approx(orig.mean(), abs=0.5)
     blurred = photos.shifted(imgs, "blur", 1.0).astype(float)
     assert np.abs(np.diff(blurred, axis=1)).mean() < 0.5 * np.abs(np.diff(a, axis=1)).mean()
-    np.testing.assert_array_equal(
-        photos.shifted(imgs, "noise", 0.5, seed=3), photos.shifted(imgs, "noise", 0.5, seed=3)
-    )
+    noisy = photos.shifted(imgs, "noise", 0.5, seed=3)
+    np.testing.assert_array_equal(noisy, photos.shifted(imgs, "noise", 0.5, seed=3))  # seeded
+    assert not np.array_equal(noisy, photos.shifted(imgs, "noise", 0.5, seed=4))
     with pytest.raises(NormConfigError, match="unknown shift"):
         photos.shifted(imgs, "fog", 0.5)
     with pytest.raises(NormConfigError, match="between 0 and 1"):
