@@ -13,6 +13,8 @@ BatchNorm lab's batch size, steps, ...) also run with those at their maxima.
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from conftest import assert_clean
 from signals import FIGURE_BUDGET
@@ -25,9 +27,12 @@ from benchmarks.common import (
     query_for,
     shape_label,
     sidebar_drawn,
+    url_path,
 )
 from normviz import STANDARD_METHODS
-from ui.params import PAGE_PARAMS, fmt, max_elements
+from ui.pages import PAGES as PAGE_INFOS
+from ui.pages import controls
+from ui.params import PAGE_PARAMS, Param, fmt, max_elements
 
 PAGES = page_ids()
 
@@ -73,7 +78,12 @@ def test_the_cases_are_at_the_cap() -> None:
         assert math.prod(shape) == max_elements()
 
 
-@pytest.mark.parametrize("page", PAGES)
+# Only pages whose sidebar sizes the tensor draw it; the others run at the cap shape
+# too, in test_figures_under_1mb_with_every_switch_on.
+SIZED_PAGES = [p for p in PAGES if {"batch", "sample"} & set(controls(url_path(p)))]
+
+
+@pytest.mark.parametrize("page", SIZED_PAGES)
 @pytest.mark.parametrize(("layout", "shape", "method"), CASES, ids=lambda v: str(v))
 def test_figures_under_1mb_at_the_cap(
     page: str, layout: str, shape: tuple[int, ...], method: str
@@ -85,18 +95,69 @@ def test_figures_under_1mb_at_the_cap(
     _check(at, f"{page} {shape_label(layout, shape)} {method}")
 
 
+def _numeric(p: Param) -> bool:
+    """A parameter whose largest value draws the most (a count, a size, a rate)."""
+    return p.choices is None or all(
+        isinstance(c, int | float) and not isinstance(c, bool) for c in p.choices
+    )
+
+
+def _top(p: Param) -> str:
+    return fmt(p.hi if p.choices is None else max(p.choices))  # type: ignore[type-var]
+
+
+def _owner(topic: object, name: str) -> str | None:
+    """The section of a topic package that reads knob `name` (itself or through a part)."""
+    parts = getattr(topic, "PARTS", {})
+    for s in topic.SECTIONS:  # type: ignore[attr-defined]
+        if any(name in {k.name for k in x.knobs} for x in (s, *parts.get(s.slug, ()))):
+            return s.slug
+    return None
+
+
 def _page_param_cases() -> list[tuple[str, dict[str, str]]]:
     """(page, query): the page's numeric URL parameters at their maxima, with each value
-    of each of its choice parameters in turn (a section, a rule, a comparison)."""
-    out = []
-    for page, params in PAGE_PARAMS.items():
-        if page not in PAGES:
+    of each of its other choice parameters in turn (a section, a rule, a comparison) and
+    the section that reads that parameter open; a query that sets the same values as an
+    earlier one (defaults filled in) runs once."""
+    out: list[tuple[str, dict[str, str]]] = []
+    seen: set[frozenset[tuple[str, str]]] = set()
+    for info in PAGE_INFOS:
+        params = PAGE_PARAMS.get(info.path, ())
+        if info.path not in PAGES or not params:
             continue
-        top = {p.name: fmt(p.hi) for p in params if p.choices is None and p.hi is not None}
+        topic = importlib.import_module(info.topic)
+        slugs = tuple(s.slug for s in topic.SECTIONS)
+        selector = next((p.name for p in params if p.choices == slugs), None)
+        top = {p.name: _top(p) for p in params if _numeric(p) and (p.choices or p.hi is not None)}
+        defaults = {p.name: fmt(p.default) for p in params}
         for p in params:
-            for c in p.choices or ():
-                out.append((page, {**top, p.name: fmt(c)}))
+            for c in () if _numeric(p) else p.choices or ():
+                query = {**top, p.name: fmt(c)}
+                owner = _owner(topic, p.name)
+                if selector and owner and p.name != selector:
+                    query[selector] = owner
+                key = frozenset({**defaults, **query}.items())
+                if key not in seen:
+                    seen.add(key)
+                    out.append((info.path, query))
     return out
+
+
+def test_the_page_parameter_cases_reach_every_value() -> None:
+    """Every value of every page parameter that is not a number appears in some case, with
+    the section that reads it open; numbers appear at their maxima."""
+    cases = _page_param_cases()
+    for page, params in PAGE_PARAMS.items():
+        queries = [q for pg, q in cases if pg == page]
+        for p in params:
+            if _numeric(p) and (p.choices or p.hi is not None):
+                assert all(q[p.name] == _top(p) for q in queries), (page, p.name)
+            elif not _numeric(p):
+                sent = {q.get(p.name, fmt(p.default)) for q in queries}
+                assert {fmt(c) for c in p.choices or ()} <= sent, (page, p.name)
+    blur = [q for pg, q in cases if pg == "batchnorm" and q.get("bn_shift") == "blur"]
+    assert blur and blur[0]["sim"] == "realnet"  # the section that draws the shift
 
 
 @pytest.mark.parametrize(("page", "query"), _page_param_cases(), ids=str)
@@ -106,8 +167,14 @@ def test_figures_under_1mb_at_the_page_parameters_maxima(page: str, query: dict[
     _check(at, f"{page} {query}")
 
 
-@pytest.mark.parametrize("page", PAGES)
-@pytest.mark.parametrize("layout", ["BTC", "NCHW"])
+SWITCH_CASES = [
+    (page, layout)
+    for page in PAGES
+    for layout in (("BTC", "NCHW") if "layout" in controls(url_path(page)) else ("NCHW",))
+]  # a page without the layout setting draws the same in both
+
+
+@pytest.mark.parametrize(("page", "layout"), SWITCH_CASES)
 def test_figures_under_1mb_with_every_switch_on(page: str, layout: str) -> None:
     """The page's toggles and checkboxes, each switched on at the longest-C cap shape."""
     shape = cap_shapes(layout)["max C"]
