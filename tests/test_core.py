@@ -251,6 +251,19 @@ def test_statistics_are_read_from_the_input_as_it_was() -> None:
     torch.testing.assert_close(var, (x / 2).var(-1, unbiased=False, keepdim=True))
 
 
+def test_the_result_keeps_the_public_api() -> None:
+    """DESIGN.md's names: res.output, res.mean (None for rms), res.var, res.axes; frozen."""
+    import dataclasses
+
+    x = _input((2, 3, 4), "BTC")
+    res = normviz.normalize(x, "batch", "BTC")
+    assert res.output.shape == x.shape and res.axes == ("B", "T")
+    assert res.mean.shape == res.var.shape == (1, 1, 4)
+    assert normviz.normalize(x, "rms", "BTC").mean is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.output = x  # type: ignore[misc]
+
+
 def test_float64_and_numpy_inputs() -> None:
     x = np.random.default_rng(0).normal(size=(3, 5, 4))
     res = normviz.normalize(x, "layer", "BTC")
