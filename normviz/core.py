@@ -69,10 +69,10 @@ class NormResult:
 
     def _resolved(self) -> tuple[torch.Tensor | None, torch.Tensor]:
         st = self._stats
-        if "var" not in st:
-            xv = st.pop("x")
+        if "var" not in st:  # two threads may both compute it: the same values
+            xv = st["x"]
             assert isinstance(xv, torch.Tensor)
-            if xv._version != st.pop("version"):
+            if xv._version != st["version"]:
                 raise RuntimeError(
                     "x was changed in place after normalize(); read res.mean or res.var "
                     "before changing it"
@@ -80,6 +80,7 @@ class NormResult:
             mean, var = exact_stats(xv, self.contract)
             st["mean"] = None if mean is None else _to_x_shape(mean, self.contract)
             st["var"] = _to_x_shape(var, self.contract)
+            st.pop("x", None)  # the statistics are all the result needs of x now
         return st["mean"], st["var"]  # type: ignore[return-value]
 
 
