@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -34,6 +34,7 @@ __all__ = [
     "as_tensor",
     "check_values",
     "contract",
+    "exact_stats",
     "group_ids",
     "identify",
     "normalize",
@@ -43,13 +44,61 @@ __all__ = [
 
 @dataclass(frozen=True)
 class NormResult:
-    """What normalize() returns: the output and the statistics that produced it."""
+    """What normalize() returns: the output and the statistics that produced it.
+
+    `mean` and `var` are computed exactly, in one pass (`exact_stats`), the first time
+    they are read: most callers want only the output, which torch's fused kernels give
+    faster but with σ² rebuilt as 1/rstd² − ε (digits lost when σ² is small against ε).
+    """
 
     output: torch.Tensor  # same shape as x
-    mean: torch.Tensor | None  # keepdim, broadcastable to x; None when not centred
-    var: torch.Tensor  # biased variance (mean square when not centred), keepdim
     axes: tuple[str, ...]  # reduced axis names
     contract: Contract
+    # (mean, var) once known, else the input they come from and its version counter
+    _stats: dict[str, object] = field(repr=False, compare=False)
+
+    @property
+    def mean(self) -> torch.Tensor | None:
+        """Keepdim, broadcastable to x; None when not centred."""
+        return self._resolved()[0]
+
+    @property
+    def var(self) -> torch.Tensor:
+        """Biased variance (mean square when not centred), keepdim, broadcastable to x."""
+        return self._resolved()[1]
+
+    def _resolved(self) -> tuple[torch.Tensor | None, torch.Tensor]:
+        st = self._stats
+        if "var" not in st:  # two threads may both compute it: the same values
+            xv = st["x"]
+            assert isinstance(xv, torch.Tensor)
+            if xv._version != st["version"]:
+                raise RuntimeError(
+                    "x was changed in place after normalize(); read res.mean or res.var "
+                    "before changing it"
+                )
+            mean, var = exact_stats(xv, self.contract)
+            st["mean"] = None if mean is None else _to_x_shape(mean, self.contract)
+            st["var"] = _to_x_shape(var, self.contract)
+            st.pop("x", None)  # the statistics are all the result needs of x now
+        return st["mean"], st["var"]  # type: ignore[return-value]
+
+
+def exact_stats(xv: torch.Tensor, con: Contract) -> tuple[torch.Tensor | None, torch.Tensor]:
+    """μ and the biased σ² of x (viewed as `con.expanded_shape`) in `con.stat_shape`.
+
+    One pass, in x's dtype: torch.var_mean (Welford) for a centred contract, the mean
+    square otherwise. No ε enters, so σ² keeps its digits however small it is.
+    """
+    if not con.centred:
+        return None, _mean_square(xv, con)
+    var, mean = torch.var_mean(xv, dim=con.reduce_dims, correction=0, keepdim=True)
+    return mean, var
+
+
+def _mean_square(xv: torch.Tensor, con: Contract) -> torch.Tensor:
+    var = torch.linalg.vector_norm(xv, 2, dim=con.reduce_dims, keepdim=True)
+    return var.square_().div_(con.group_size)
 
 
 def as_tensor(x: torch.Tensor | np.ndarray) -> torch.Tensor:
@@ -144,6 +193,10 @@ def apply_contract(
                 f"running statistics hold one value per channel; {con.method_obj.label} "
                 f"keeps {', '.join(con.kept)} separate"
             )
+        if not con.centred:
+            raise NormConfigError(
+                "running statistics hold a mean and a variance; this contract is not centred"
+            )
         if running.num_features != C:
             raise NormConfigError(
                 f"running statistics have {running.num_features} channels but x has C={C}"
@@ -153,22 +206,25 @@ def apply_contract(
     xv = x.reshape(con.expanded_shape)
     w_e = _param_view(w, con)
     b_e = _param_view(b, con)
+    stats: dict[str, object] = {"x": xv, "version": xv._version}
     if use_running:
         assert running is not None
         mean_e = running.mean.to(x.dtype).reshape(con.stat_shape)
         var_e = running.var.to(x.dtype).reshape(con.stat_shape)
         out = _apply(xv, mean_e, var_e, w_e, b_e, eps)
+        stats = {"mean": _to_x_shape(mean_e, con), "var": _to_x_shape(var_e, con)}
+    elif not con.centred:  # RMS-style: the mean square is the statistic and the divisor
+        var_e = _mean_square(xv, con)
+        out = _apply(xv, None, var_e, w_e, b_e, eps)
+        stats = {"mean": None, "var": _to_x_shape(var_e, con)}
     else:
-        out, mean_e, var_e = _normalize_fast(xv, con, w_e, b_e, eps)
+        out = _normalize_fast(xv, con, w_e, b_e, eps)
         if running is not None and training:
+            mean_e, var_e = exact_stats(xv, con)
+            assert mean_e is not None  # centred: checked above
             running.update(mean_e.reshape(-1), var_e.reshape(-1), n=con.group_size)
-    return NormResult(
-        output=out.reshape(con.shape),
-        mean=None if mean_e is None else _to_x_shape(mean_e, con),
-        var=_to_x_shape(var_e, con),
-        axes=con.axes,
-        contract=con,
-    )
+            stats = {"mean": _to_x_shape(mean_e, con), "var": _to_x_shape(var_e, con)}
+    return NormResult(output=out.reshape(con.shape), axes=con.axes, contract=con, _stats=stats)
 
 
 def _param_view(p: torch.Tensor | None, con: Contract) -> torch.Tensor | None:
@@ -240,25 +296,22 @@ def _normalize_fast(
     w: torch.Tensor | None,
     b: torch.Tensor | None,
     eps: float,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
-    """Statistics and output in as few passes over x as torch's own layers take.
+) -> torch.Tensor:
+    """A centred contract's output in as few passes over x as torch's own layers take.
 
     The formula is the one in `_apply`; this picks the torch kernel that computes
     it fused (and rounds as torch's layers do). GroupNorm's kernel fits every
     centred contract once kept axes come first and pooled ones last, so a
     layout that fits no kernel as it lies is permuted into that order, the
     copy torch's own modules make for such layouts too.
-    Returns (output, mean, var) with statistics in `con.stat_shape`.
+    The kernels' statistics are dropped: they give σ² only as 1/sqrt(σ² + ε), and
+    LayerNorm's kernel sums squares, so exact_stats() computes the ones shown.
     """
     shape = con.expanded_shape
     red = set(con.reduce_dims)
     c = con.layout_obj.channel_axis
     n_red = con.group_size
     n_keep = xv.numel() // n_red
-    if not con.centred:
-        var = torch.linalg.vector_norm(xv, 2, dim=con.reduce_dims, keepdim=True)
-        var = var.square_().div_(n_red)
-        return _apply(xv, None, var, w, b, eps), None, var
     affine = w is not None or b is not None
     varying = {d for d in (c, c + 1) if shape[d] > 1} if affine else set()
     keep = set(range(len(shape))) - red
@@ -266,21 +319,21 @@ def _normalize_fast(
     if n_red > 1:  # BatchNorm's kernel refuses one value per statistic
         # (kept, pooled): each row is one statistic -> LayerNorm's kernel
         if roles in ([True], [False, True]) and varying <= red:
-            out, mean, rstd = torch.native_layer_norm(
+            out, _, _ = torch.native_layer_norm(
                 xv.reshape(n_keep, n_red),
                 [n_red],
                 _flat_param(w, shape, red),
                 _flat_param(b, shape, red),
                 eps,
             )
-            return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
+            return out
         # (pooled, kept, pooled): one statistic per kept index -> BatchNorm's kernel
         if roles.count(False) == 1 and varying <= keep:
             i = roles.index(False)
             before = math.prod(shape[d] for _, ds in _segments(con)[:i] for d in ds)
             after = n_red // before
             xk = xv.reshape(before, n_keep) if after == 1 else xv.reshape(before, n_keep, after)
-            out, mean, rstd = torch.native_batch_norm(
+            out, _, rstd = torch.native_batch_norm(
                 xk,
                 _flat_param(w, shape, keep),
                 _flat_param(b, shape, keep),
@@ -295,7 +348,7 @@ def _normalize_fast(
                 # as torch's LayerNorm and GroupNorm kernels give: keep the methods alike
                 dead = (rstd == 0).reshape(-1, n_keep, *([1] * (xk.dim() - 2)))
                 out = out.masked_fill(dead.expand_as(out), float("nan"))
-            return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
+            return out
     # (kept..., G, C/G, pooled...) -> GroupNorm's kernel, after a permute if needed
     kept_nc = [d for d in sorted(keep) if d != c]
     red_nc = [d for d in sorted(red) if d != c + 1]
@@ -304,30 +357,12 @@ def _normalize_fast(
     n = math.prod(shape[d] for d in kept_nc)
     C = shape[c] * shape[c + 1]
     hw = math.prod(shape[d] for d in red_nc)
-    out, mean, rstd = torch.native_group_norm(
+    out, _, _ = torch.native_group_norm(
         xp.reshape(n, C, hw), _chan(w), _chan(b), n, C, hw, shape[c], eps
     )
     back = [order.index(d) for d in range(len(shape))]
-    out = out.reshape([shape[d] for d in order]).permute(back)
-    stat_dims = [*kept_nc, c]
-    to_sorted = sorted(range(len(stat_dims)), key=lambda i: stat_dims[i])
-    mean = mean.reshape([shape[d] for d in stat_dims]).permute(to_sorted)
-    rstd = rstd.reshape([shape[d] for d in stat_dims]).permute(to_sorted)
-    return out, mean.reshape(con.stat_shape), _var_from_rstd(rstd, eps, con)
+    return out.reshape([shape[d] for d in order]).permute(back)
 
 
 def _chan(p: torch.Tensor | None) -> torch.Tensor | None:
     return None if p is None else p.reshape(-1)
-
-
-def _var_from_rstd(rstd: torch.Tensor, eps: float, con: Contract) -> torch.Tensor:
-    """Torch's fused kernels return 1/sqrt(σ² + ε); recover the biased σ² (≥ 0).
-
-    BatchNorm's kernel writes 1/sqrt(0) as 0 (constant values, ε = 0): σ² is 0 there."""
-    rstd = torch.where(rstd == 0, torch.inf, rstd)
-    return (
-        (rstd.double().reciprocal().square() - eps)
-        .clamp_min(0)
-        .to(rstd.dtype)
-        .reshape(con.stat_shape)
-    )

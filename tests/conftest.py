@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import contextlib
+import functools
 import os
 
 # Idle OpenMP threads spin; on two shared cores that slows tiny-tensor work 10-30x.
@@ -76,6 +78,64 @@ def texts(at: AppTest) -> str:
     ):
         parts += [str(e.value) for e in group]
     return "\n".join(parts)
+
+
+# ---- the browser mark: every test that starts a server or Chromium carries it ---------
+
+# fixtures that start a server or Chromium, and the calls that do
+BROWSER_FIXTURES = frozenset({"server", "browser", "page"})
+STARTERS = frozenset(
+    {"serve", "bench_serve", "serve_balanced", "sync_playwright", "async_playwright"}
+)
+
+
+@functools.cache
+def _starting_functions(path: Path) -> frozenset[str]:
+    """The module-level functions (tests, fixtures, helpers) of a test module that start
+    a server or Chromium: they call a starter or a function of the module that does,
+    or (fixtures) take a browser fixture."""
+    tree = ast.parse(path.read_text())
+    funcs = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    calls = {
+        f.name: {
+            c.func.id
+            for c in ast.walk(f)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+        }
+        for f in funcs
+    }
+    needs = {f.name: {a.arg for a in f.args.args} if _is_fixture(f) else set() for f in funcs}
+    found = {n for n in calls if calls[n] & STARTERS or needs[n] & BROWSER_FIXTURES}
+    while more := {n for n in calls if n not in found and (calls[n] | needs[n]) & found}:
+        found |= more
+    return frozenset(found)
+
+
+def _is_fixture(f: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any("fixture" in ast.unparse(d) for d in f.decorator_list)
+
+
+def starts_a_server(
+    path: Path, name: str, fixtures: Iterable[str], parametrized: Iterable[str]
+) -> bool:
+    """Whether test `name` of the module at `path`, which uses `fixtures` (its own
+    arguments and the fixtures they need, `parametrized` ones apart), starts a server
+    or Chromium."""
+    used = set(fixtures) - set(parametrized)
+    return bool(used & BROWSER_FIXTURES or ({name} | used) & _starting_functions(path))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `browser` every test that starts a server or Chromium and is not marked yet,
+    so `pytest -m "not browser"` (the fast local loop) starts none."""
+    for item in items:
+        if item.get_closest_marker("browser") or not isinstance(item, pytest.Function):
+            continue
+        callspec = getattr(item, "callspec", None)
+        parametrized = callspec.params if callspec else {}
+        if starts_a_server(item.path, item.originalname, item.fixturenames, parametrized):
+            item.add_marker(pytest.mark.browser)
 
 
 # ---- real browser -------------------------------------------------------------------

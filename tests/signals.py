@@ -1,11 +1,17 @@
-"""Colour is never the only signal: the series a figure's legend names must differ in
+"""What every figure must be, checked in one place.
+
+Colour is never the only signal: the series a figure's legend names must differ in
 something besides colour (a dash, a marker symbol, a fill pattern, a line width or the
 kind of mark), so they stay apart in grey-scale and for every reader. Used by the
 section interface test (tests/test_architecture.py) on every section's figure.
+
+The payload budget: every Plotly figure the app sends is at most FIGURE_BUDGET
+characters of JSON (DESIGN.md's 1 MB), checked with `assert_within_budget`.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 
 import plotly.graph_objects as go
@@ -53,3 +59,21 @@ def assert_valid(fig: go.Figure) -> None:
     (a string title it would turn into {"text": ...})."""
     sent = fig.to_plotly_json()
     assert go.Figure(sent).to_plotly_json() == sent
+
+
+FIGURE_BUDGET = 1_000_000  # characters of JSON per figure the app sends (the 1 MB budget)
+
+
+def figure_chars(fig: go.Figure | dict | str) -> int:
+    """Characters of JSON a figure costs: a go.Figure, its dict, or the JSON a chart sent."""
+    if isinstance(fig, str):
+        return len(fig)
+    if isinstance(fig, dict):
+        return len(json.dumps(fig, default=str))
+    return len(fig.to_json())
+
+
+def assert_within_budget(*figs: go.Figure | dict | str, what: object = "") -> None:
+    """Every figure given is at most FIGURE_BUDGET characters of JSON."""
+    over = [(i, n) for i, f in enumerate(figs) if (n := figure_chars(f)) > FIGURE_BUDGET]
+    assert not over, f"{what}: figures (index, chars) over {FIGURE_BUDGET:,} chars: {over}"

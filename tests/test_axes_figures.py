@@ -10,11 +10,11 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
+from signals import assert_within_budget
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, NormConfigError, contract, group_ids, style
 from normviz.axes import block, flat, multiples, window
 
-MB = 1_000_000
 SMALL = {"BTC": (3, 5, 6), "NCHW": (2, 6, 3, 4)}
 GROUPS = 3  # divides C = 6 in both small shapes
 # largest shapes inside the element cap (2^22), one per direction that can grow
@@ -275,9 +275,8 @@ def test_payload_stays_under_1mb_at_the_largest_shapes(layout: str, shape: tuple
             flat.make_flat_figure(x, con, cell=cell),
             flat.make_flat_figure(x, con, cell=cell, partition=True),
         ]
-        for fig in figs:
-            assert len(fig.to_json()) <= MB
-    assert len(multiples.make_methods_figure(layout, shape, 1).to_json()) <= MB
+        assert_within_budget(*figs, what=(layout, shape, method))
+    assert_within_budget(multiples.make_methods_figure(layout, shape, 1))
 
 
 def test_invalid_settings_raise_a_config_error() -> None:

@@ -17,12 +17,12 @@ from conftest import (
     texts,
     wait_done,
 )
+from signals import assert_within_budget
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, style
 from ui.params import PAGE_PARAMS, fmt
 from ui.safe import JOINER
 
-MB = 1_000_000
 PARAMS = {p.name: p for p in PAGE_PARAMS["axes"]}
 
 
@@ -30,7 +30,7 @@ def _charts(at) -> list[dict]:
     """The page's Plotly figures as JSON (AppTest cannot click them, but can read them)."""
     out = []
     for c in at.get("plotly_chart"):
-        assert len(c.proto.spec) <= MB
+        assert_within_budget(c.proto.spec)
         out.append(json.loads(c.proto.spec))
     return out
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from signals import assert_within_budget
 from torch import nn
 from torch.nn import functional as F
 
@@ -526,26 +527,22 @@ def test_torch_module_comes_from_the_registry() -> None:
 # ---- figures ---------------------------------------------------------------------------------
 
 
-def _size(fig) -> int:
-    return len(fig.to_json())
-
-
 def test_figures_at_the_largest_settings() -> None:
     """Every lab figure stays under 1 MB at the largest steps, batch sweep and channel count."""
     big = lab.LabSetup(sample_shape=(1, 900), batch_size=8, steps=2000)  # C = 900, cap-sized
     tr = running.running_trace(big)
     fig = running.figure(replace(tr, channel=899))
-    assert _size(fig) <= 1_000_000
+    assert_within_budget(fig)
     names = [t.name for t in fig.data]
     assert "running statistic" in names and "training set (truth)" in names
     assert any("keras" in (n or "") for n in names)
     assert order.figure(order.order_demo(big.with_(steps=2000))).to_json()
     acc = accumulation.accumulation(big.with_(steps=20), 16)
-    assert _size(accumulation.figure(acc)) <= 1_000_000
+    assert_within_budget(accumulation.figure(acc))
     syn = sync.sync_demo(big.with_(steps=20), 16)
-    assert _size(sync.figure(syn)) <= 1_000_000
+    assert_within_budget(sync.figure(syn))
     ck = checkpoint.checkpoint_demo(big.with_(steps=5))
-    assert _size(checkpoint.figure(ck)) <= 1_000_000
+    assert_within_budget(checkpoint.figure(ck))
 
 
 def test_figures_have_their_traces_and_titles() -> None:
@@ -568,7 +565,7 @@ def test_figures_have_their_traces_and_titles() -> None:
     assert fr.data[0].text[3] == ["unchanged"] * 5
     for f in (bes, gap, sh, fr):
         assert f.layout.title.text
-        assert _size(f) <= 1_000_000
+        assert_within_budget(f)
     payload = json.loads(fig.to_json())
     assert "x" not in payload["data"][0]  # steps are sent as x0/dx, not as an array
 

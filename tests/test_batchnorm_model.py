@@ -3,10 +3,9 @@ seen, re-scored apart on shifted digits, and every sentence computed from the sc
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
+from signals import assert_within_budget
 
 from normviz import batchnorm as bn
 from normviz.batchnorm import model
@@ -158,7 +157,7 @@ def test_figures_and_tables(trained: model.ModelRuns) -> None:
     res = model.run_shifted(trained, {"shift": 1.0, "scale": 1.0}, no_progress)
     sfig = model.shifted_figure(res)
     assert len(sfig.data) == 4 and "shift 1 σ" in sfig.layout.title.text
-    assert len(json.dumps(sfig.to_plotly_json(), default=str)) < 1_000_000
+    assert_within_budget(sfig.to_plotly_json())
     df = model.table(trained)
     assert df.attrs["format"] == "percent"
     assert df["evaluation mode"].tolist() == pytest.approx(

@@ -15,6 +15,7 @@ from conftest import (
     texts,
     wait_done,
 )
+from signals import assert_within_budget
 
 from normviz import batchnorm as bn
 from normviz.sections import slugs
@@ -60,7 +61,9 @@ def _query(at, name: str) -> str:
 def test_sections_match_the_url_choices() -> None:
     # one declaration: the tabs and the URL's `sim` choices both come from SECTIONS
     assert PARAMS["sim"].choices == slugs(bn.SECTIONS)
-    assert PAGE_PARAMS["batchnorm"] == bn.KNOBS
+    # every section's and part's knob is a URL parameter of the page
+    declared = {k.name for s in (*bn.SECTIONS, *bn.PART_SECTIONS) for k in s.knobs}
+    assert declared <= {p.name for p in PAGE_PARAMS["batchnorm"]}
     assert len({s.label for s in bn.SECTIONS}) == len(bn.SECTIONS)  # a tab per section
     assert set(SECTION_TEXT) == set(PARAMS["sim"].choices or ())
     page = (ROOT / "pages" / "batchnorm.py").read_text()
@@ -96,7 +99,7 @@ def test_every_section(sim: str) -> None:
     charts = _charts(at)
     # one chart per section, and one per part with a figure (the model's shifted digits)
     assert len(charts) == (2 if sim in ("model", "realnet") else 1)
-    assert all(len(json.dumps(c)) <= 1_000_000 for c in charts)
+    assert_within_budget(*charts, what=sim)
     assert at.session_state["sim"] == sim and _query(at, "sim") == sim
 
 

@@ -67,7 +67,8 @@ SETUPS = (
 
 
 def test_simulation_equals_gloo_all_reduce(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    K = 3  # processes; each start costs a torch import, so one group runs every job
+    K = 2  # processes (two devices all-reduce as K do); each start costs a torch import,
+    # so one group runs every job
     jobs = []
     for setup in SETUPS:
         ds = stream.make_dataset(setup)

@@ -22,12 +22,18 @@ from ui.params import PAGE_PARAMS
 
 
 def test_knobs_are_declared_once_and_derived_from_the_data() -> None:
-    assert PAGE_PARAMS["choose"] == KNOBS
+    # every section's knob is a URL parameter of the page, once
+    declared = [k.name for s in SECTIONS for k in s.knobs]
+    assert sorted({*declared}) == sorted(p.name for p in PAGE_PARAMS["choose"])
     knobs = {k.name: k for k in KNOBS}
     assert list(knobs) == ["arch", "per_device", "constraints", "model", "use_sample"]
     assert knobs["arch"].choices == tuple(guide.ARCHITECTURES)
     assert knobs["constraints"].choices == tuple(guide.CONSTRAINTS) and knobs["constraints"].multi
-    assert knobs["per_device"].hi == guide.MAX_BATCH
+    # the widget's largest batch is the largest the guide accepts
+    hi = knobs["per_device"].hi
+    guide.Situation("cnn", hi).check()
+    with pytest.raises(guide.GuideError, match="from 1 to"):
+        guide.Situation("cnn", hi + 1).check()
     assert knobs["model"].choices == tuple(zoo.MODELS) == (*zoo.ZOO, *zoo.ON_REQUEST)
     for name, labels in LABELS.items():  # every choice has a label for its widget
         assert set(knobs[name].choices or ()) == set(labels), name

@@ -17,6 +17,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import pytest
 from conftest import CHROMIUM, CHROMIUM_ARGS
 
 from benchmarks.common import DONE_JS, page_ids, url_path
@@ -218,6 +219,7 @@ async def _classroom(server: str) -> list[tuple[Student, dict[str, str], list[st
     return list(zip(plan, seen, problems, strict=True))
 
 
+@pytest.mark.browser
 def test_eight_students_at_once(server: str) -> None:
     # its own thread: asyncio.run must not meet the sync API's loop of other tests
     with ThreadPoolExecutor(1) as pool:

@@ -13,7 +13,7 @@ from torch import nn
 
 import normviz
 import normviz.data
-from normviz import METHODS, STANDARD_METHODS, NormConfigError
+from normviz import METHODS, STANDARD_METHODS, NormConfigError, reference
 
 
 def torch_reference(
@@ -165,6 +165,103 @@ def test_statistics_match_torch(method: str, layout: str, shape, groups) -> None
         # the stats reproduce the output
         y = (x - res.mean) / torch.sqrt(res.var + 1e-5)
         torch.testing.assert_close(res.output, y)
+
+
+# ---- the reference (normviz.reference) and exact statistics ------------------------
+
+
+@pytest.mark.parametrize(("method", "layout", "shape", "groups"), list(_cases()))
+def test_the_reference_matches_torch_and_normalize(method: str, layout: str, shape, groups):
+    """normviz.reference, the formula written out, agrees with torch.nn; normalize()
+    agrees with it in output, μ and σ² (two oracles, each checked against the other)."""
+    x = _input(shape, layout, torch.float64)
+    if _torch_refuses(method, layout, x, groups):
+        return  # covered by test_output_matches_torch
+    C = shape[normviz.LAYOUTS[layout].channel_axis]
+    gen = torch.Generator().manual_seed(2)
+    w = torch.rand(C, generator=gen, dtype=torch.float64) + 0.5
+    b = None if method == "rms" else torch.randn(C, generator=gen, dtype=torch.float64)
+    y, mean, var = reference.normalize(x, method, layout, groups=groups, weight=w, bias=b)
+    torch.testing.assert_close(y, torch_reference(method, layout, x, groups, 1e-5, w, b))
+    res = normviz.normalize(x, method, layout, groups=groups, weight=w, bias=b)
+    torch.testing.assert_close(res.output, y)
+    torch.testing.assert_close(res.var.expand(shape), var)
+    assert (res.mean is None) == (mean is None) == (method == "rms")
+    if mean is not None:
+        torch.testing.assert_close(res.mean.expand(shape), mean)
+
+
+def _near_constant(layout: str, level: float, seed: int) -> torch.Tensor:
+    """float32 values level + 3e-5·noise: every group's σ² is about 1e-9, far below ε."""
+    shape = (4, 6, 8) if layout == "BTC" else (4, 6, 3, 4)
+    gen = torch.Generator().manual_seed(seed)
+    return level + 3e-5 * torch.randn(shape, generator=gen)
+
+
+NEAR_CONSTANT = [
+    (method, layout, level)
+    for method in (*STANDARD_METHODS, "custom")
+    for layout in ("BTC", "NCHW")
+    for level in (0.0, 1.0, -3.0)
+]
+
+
+@pytest.mark.parametrize(("method", "layout", "level"), NEAR_CONSTANT)
+def test_displayed_var_is_exact_on_near_constant_groups(method, layout, level) -> None:
+    """σ² ≈ 1e-9 with ε = 1e-5: res.var and res.mean agree with a float64 reference on
+    the same float32 values to 1e-6 relative (1/rstd² − ε from a fused kernel: ~3e-3)."""
+    x = _near_constant(layout, level, seed=len(method))
+    kw = {"groups": 2} if method == "group" else {}
+    kw |= {"axes": ("T",) if layout == "BTC" else ("N", "W")} if method == "custom" else {}
+    y64, mean64, var64 = reference.normalize(x, method, layout, **kw)
+    res = normviz.normalize(x, method, layout, **kw)
+    assert res.var.dtype == torch.float32
+    # the case this test is about (RMSNorm's σ² is the mean square: tiny at level 0 only)
+    assert float(var64.max()) < 1e-8 or (method == "rms" and level != 0)
+    rel = ((res.var.double().expand(x.shape) - var64).abs() / var64).max()
+    assert rel <= 1e-6, f"σ² off by {float(rel):.1e} relative"
+    if mean64 is not None:
+        torch.testing.assert_close(res.mean.double().expand(x.shape), mean64, atol=1e-9, rtol=1e-7)
+    torch.testing.assert_close(res.output.double(), y64, atol=2e-4, rtol=1e-4)
+
+
+def test_rebuilding_var_from_the_kernels_rstd_would_lose_digits() -> None:
+    """Why the statistics are not taken from torch's fused kernel: its 1/sqrt(σ² + ε),
+    squared back, misses σ² ≈ 1e-9 by far more than 1e-6 (what the test above would see)."""
+    x = _near_constant("BTC", 1.0, seed=0)
+    _, _, rstd = torch.native_layer_norm(x.reshape(-1, 8), [8], None, None, 1e-5)
+    rebuilt = rstd.double().reciprocal().square() - 1e-5
+    exact = x.reshape(-1, 8).double().var(-1, unbiased=False, keepdim=True)
+    assert ((rebuilt - exact).abs() / exact).max() > 1e-4
+
+
+def test_statistics_are_read_from_the_input_as_it_was() -> None:
+    """μ and σ² are computed when first read: changing x in place before that is refused
+    with a message, after that it changes nothing."""
+    x = _input((3, 4, 5), "BTC")
+    res = normviz.normalize(x, "layer", "BTC")
+    x.add_(1.0)
+    with pytest.raises(RuntimeError, match="changed in place after normalize"):
+        _ = res.var
+    x = _input((3, 4, 5), "BTC")
+    res = normviz.normalize(x, "layer", "BTC")
+    mean, var = res.mean.clone(), res.var.clone()
+    x.mul_(2.0)
+    assert torch.equal(res.var, var) and torch.equal(res.mean, mean)
+    torch.testing.assert_close(var, (x / 2).var(-1, unbiased=False, keepdim=True))
+
+
+def test_the_result_keeps_the_public_api() -> None:
+    """DESIGN.md's names: res.output, res.mean (None for rms), res.var, res.axes; frozen."""
+    import dataclasses
+
+    x = _input((2, 3, 4), "BTC")
+    res = normviz.normalize(x, "batch", "BTC")
+    assert res.output.shape == x.shape and res.axes == ("B", "T")
+    assert res.mean.shape == res.var.shape == (1, 1, 4)
+    assert normviz.normalize(x, "rms", "BTC").mean is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        res.output = x  # type: ignore[misc]
 
 
 def test_float64_and_numpy_inputs() -> None:
@@ -364,6 +461,17 @@ def test_group_ids_examples() -> None:
                 torch.randn(2, 3, 4), "batch", "BTC", running=normviz.RunningStats(5)
             ),
             r"5 channels but x has C=4",
+        ),
+        (
+            lambda: normviz.normalize(
+                torch.randn(2, 3, 4),
+                "custom",
+                "BTC",
+                axes="B,T",
+                centred=False,
+                running=normviz.RunningStats(4),
+            ),
+            r"running statistics hold a mean and a variance; this contract is not centred",
         ),
         (lambda: normviz.RunningStats(4, momentum=1.5), r"momentum must be between 0 and 1"),
         (lambda: normviz.RunningStats(4, convention="tf"), r"unknown convention 'tf'"),

@@ -23,6 +23,7 @@ from conftest import (
     url_value,
     wait_done,
 )
+from signals import assert_within_budget
 from streamlit.testing.v1 import AppTest
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, contract, normalize
@@ -37,7 +38,6 @@ from ui.params import PAGE_PARAMS, fmt, max_elements
 
 PAGE = "distributions"
 PARAMS = {p.name: p for p in PAGE_PARAMS[PAGE]}
-FIG_BUDGET = 1_000_000  # bytes of JSON per figure
 
 
 def charts(at: AppTest) -> list[dict]:
@@ -351,7 +351,7 @@ def test_every_figure_is_small_at_the_element_cap(layout: str) -> None:
         make_cosine_figure(cosine_per_vector(x, layout)),
     ]
     for fig in built:
-        assert len(fig.to_json()) <= FIG_BUDGET
+        assert_within_budget(fig)
         assert fig.layout.title.text
 
 

@@ -65,6 +65,7 @@ def test_url_is_read_and_written_back() -> None:
     assert str(at.query_params["W"]).strip("[]'") == "7"
 
 
+@pytest.mark.browser
 def test_home_in_browser(page, server) -> None:
     open_app(page, server)
     assert_no_exception(page)

@@ -13,8 +13,11 @@ BatchNorm lab's batch size, steps, ...) also run with those at their maxima.
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from conftest import assert_clean
+from signals import FIGURE_BUDGET
 
 from benchmarks.common import (
     app_test,
@@ -24,11 +27,13 @@ from benchmarks.common import (
     query_for,
     shape_label,
     sidebar_drawn,
+    url_path,
 )
 from normviz import STANDARD_METHODS
+from ui.pages import PAGES as PAGE_INFOS
+from ui.pages import controls
 from ui.params import PAGE_PARAMS, fmt, max_elements
 
-LIMIT = 1_000_000  # characters of JSON per figure (DESIGN.md budget)
 PAGES = page_ids()
 
 
@@ -58,7 +63,7 @@ def _check(at, where: str) -> int:
     assert_clean(at)
     assert sidebar_drawn(at), f"{where}: the page ran without app.py's sidebar"
     sizes = figure_sizes(at)
-    over = [f"{f.name}: {f.chars:,} chars" for f in sizes if f.chars > LIMIT]
+    over = [f"{f.name}: {f.chars:,} chars" for f in sizes if f.chars > FIGURE_BUDGET]
     assert not over, f"{where}: figures over 1 MB: {over}"
     return max((f.chars for f in sizes), default=0)
 
@@ -73,7 +78,12 @@ def test_the_cases_are_at_the_cap() -> None:
         assert math.prod(shape) == max_elements()
 
 
-@pytest.mark.parametrize("page", PAGES)
+# Only pages whose sidebar sizes the tensor draw it; the others run at the cap shape
+# too, in test_figures_under_1mb_with_every_switch_on.
+SIZED_PAGES = [p for p in PAGES if {"batch", "sample"} & set(controls(url_path(p)))]
+
+
+@pytest.mark.parametrize("page", SIZED_PAGES)
 @pytest.mark.parametrize(("layout", "shape", "method"), CASES, ids=lambda v: str(v))
 def test_figures_under_1mb_at_the_cap(
     page: str, layout: str, shape: tuple[int, ...], method: str
@@ -85,18 +95,72 @@ def test_figures_under_1mb_at_the_cap(
     _check(at, f"{page} {shape_label(layout, shape)} {method}")
 
 
+def _owner(topic: object, name: str) -> str | None:
+    """The section of a topic package that reads knob `name` (itself or through a part)."""
+    parts = getattr(topic, "PARTS", {})
+    for s in topic.SECTIONS:  # type: ignore[attr-defined]
+        if any(name in {k.name for k in x.knobs} for x in (s, *parts.get(s.slug, ()))):
+            return s.slug
+    return None
+
+
+def _enumerated(page: str) -> list[dict[str, str]]:
+    """The page's numeric URL parameters at their maxima, with each value of each of its
+    choice parameters in turn (a section, a rule, a comparison)."""
+    params = PAGE_PARAMS.get(page, ())
+    top = {p.name: fmt(p.hi) for p in params if p.choices is None and p.hi is not None}
+    return [{**top, p.name: fmt(c)} for p in params for c in p.choices or ()]
+
+
+def _run_key(topic: object, page: str, query: dict[str, str]) -> frozenset[tuple[str, str]]:
+    """What a run of `query` draws: the values of the parameters the open section reads
+    (every parameter on a page that shows all its sections at once)."""
+    params = PAGE_PARAMS[page]
+    full = {**{p.name: fmt(p.default) for p in params}, **query}
+    slugs = tuple(s.slug for s in topic.SECTIONS)  # type: ignore[attr-defined]
+    selector = next((p.name for p in params if p.choices == slugs), None)
+    read = {
+        p.name
+        for p in params
+        if selector is None or _owner(topic, p.name) in (None, full[selector])
+    }
+    return frozenset((n, v) for n, v in full.items() if n in read)
+
+
 def _page_param_cases() -> list[tuple[str, dict[str, str]]]:
-    """(page, query): the page's numeric URL parameters at their maxima, with each value
-    of each of its choice parameters in turn (a section, a rule, a comparison)."""
-    out = []
-    for page, params in PAGE_PARAMS.items():
-        if page not in PAGES:
+    """(page, query): `_enumerated`, each run once; a query that differs from an earlier
+    one only in a knob the open section does not read draws the same (49 `bn_layer`
+    values under the default section drew one figure 49 times)."""
+    out: list[tuple[str, dict[str, str]]] = []
+    for info in PAGE_INFOS:
+        if info.path not in PAGES or info.path not in PAGE_PARAMS:
             continue
-        top = {p.name: fmt(p.hi) for p in params if p.choices is None and p.hi is not None}
-        for p in params:
-            for c in p.choices or ():
-                out.append((page, {**top, p.name: fmt(c)}))
+        topic = importlib.import_module(info.topic)
+        seen: set[frozenset[tuple[str, str]]] = set()
+        for query in _enumerated(info.path):
+            key = _run_key(topic, info.path, query)
+            if key not in seen:
+                seen.add(key)
+                out.append((info.path, query))
     return out
+
+
+def test_the_page_parameter_cases_draw_what_the_enumeration_draws() -> None:
+    """Every enumerated query draws what some case draws, and no two cases draw the same;
+    a knob of a section the query does not open changes nothing it draws."""
+    cases = _page_param_cases()
+    for info in PAGE_INFOS:
+        if info.path not in PAGE_PARAMS:
+            continue
+        topic = importlib.import_module(info.topic)
+        keys = [_run_key(topic, info.path, q) for pg, q in cases if pg == info.path]
+        assert len(set(keys)) == len(keys), info.path
+        assert {_run_key(topic, info.path, q) for q in _enumerated(info.path)} == set(keys)
+    bn = importlib.import_module("normviz.batchnorm")
+    a, b = ({**q, "bn_layer": v} for q in [_enumerated("batchnorm")[0]] for v in ("1", "2"))
+    assert _run_key(bn, "batchnorm", a) == _run_key(bn, "batchnorm", b)  # sim=running
+    a, b = ({**a, "sim": "realnet"}, {**b, "sim": "realnet"})
+    assert _run_key(bn, "batchnorm", a) != _run_key(bn, "batchnorm", b)
 
 
 @pytest.mark.parametrize(("page", "query"), _page_param_cases(), ids=str)
@@ -106,8 +170,14 @@ def test_figures_under_1mb_at_the_page_parameters_maxima(page: str, query: dict[
     _check(at, f"{page} {query}")
 
 
-@pytest.mark.parametrize("page", PAGES)
-@pytest.mark.parametrize("layout", ["BTC", "NCHW"])
+SWITCH_CASES = [
+    (page, layout)
+    for page in PAGES
+    for layout in (("BTC", "NCHW") if "layout" in controls(url_path(page)) else ("NCHW",))
+]  # a page without the layout setting draws the same in both
+
+
+@pytest.mark.parametrize(("page", "layout"), SWITCH_CASES)
 def test_figures_under_1mb_with_every_switch_on(page: str, layout: str) -> None:
     """The page's toggles and checkboxes, each switched on at the longest-C cap shape."""
     shape = cap_shapes(layout)["max C"]

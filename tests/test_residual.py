@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from signals import assert_within_budget
 
 from normviz import residual as rs
 from normviz.residual import depth, training, warmup
@@ -236,8 +237,7 @@ def test_depth_figure_traces_titles_and_payload_at_the_largest_sizes() -> None:
     assert fig.layout.yaxis.type == "log"
     none_line = next(t for t in lines if t.name == "no normalization")
     assert none_line.y[-1] is None  # inf is a gap, not a number
-    payload = len(fig.to_json())
-    assert payload <= 1_000_000, payload
+    assert_within_budget(fig)
     json.loads(fig.to_json())  # valid JSON (no NaN/inf literals)
 
 
@@ -258,7 +258,7 @@ def test_loss_figure_marks_divergence_and_stays_small() -> None:
     markers = [t for t in fig.data if t.mode == "markers+text"]
     assert len(markers) == 1 and markers[0].x == (7,)
     assert "diverged at step 7" in markers[0].text[0]
-    assert len(fig.to_json()) <= 1_000_000
+    assert_within_budget(fig)
     assert run.outcome("post").startswith("stalled")
     assert math.isclose(run.final("none"), 1e4)
 
@@ -315,6 +315,6 @@ def test_output_gradient_figure() -> None:
     lines = [t for t in fig.data if t.mode == "lines"]
     assert len(lines) == 2 * 3 and len(fig.data) == 2 * 2 * 3
     assert lines[-1].x[-1] == 24
-    assert len(fig.to_json()) <= 1_000_000
+    assert_within_budget(fig)
     with pytest.raises(rs.ResidualConfigError, match="seeds"):
         rs.output_gradients(cfg, seeds=tuple(range(5)))

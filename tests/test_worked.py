@@ -8,6 +8,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from signals import assert_within_budget
 
 from normviz import NormConfigError, worked
 
@@ -200,4 +201,4 @@ def test_figure_outlines_each_statistic_and_stays_small() -> None:
     assert "row" in titles[2]
     big = np.arange(64, dtype=float).reshape(8, 8)
     big_steps = tuple(worked.method_steps(big, m) for m in worked.METHODS_SHOWN)
-    assert len(worked.make_worked_figure(big, big_steps).to_json()) <= 1_000_000
+    assert_within_budget(worked.make_worked_figure(big, big_steps))

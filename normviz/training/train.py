@@ -1,11 +1,11 @@
 """Training a grid of runs: batched (one wide model) and, as the reference, one at a time.
 
-Plain SGD with momentum 0.9 (torch.optim.SGD's update, per-model learning rates),
-cross-entropy on the digits, full batches drawn in a seeded order; every run of a
-grid sees the same number of samples. `train` trains the whole grid at once
-(`wide.Wide`); `train_loop` trains each torch.nn model alone, with
-torch.optim.SGD: the oracle the batched trainer must match, and the baseline of
-the speed benchmark.
+SGD with momentum 0.9 or Adam (each grid says which; torch.optim's updates, with
+per-model learning rates), cross-entropy on the digits, full batches drawn in a
+seeded order; every run of a grid sees the same number of samples. `train` trains
+the whole grid at once (`wide.Wide`); `train_loop` trains each torch.nn model alone,
+with the torch.optim optimizer of the same name: the oracle the batched trainer must
+match, and the baseline of the speed benchmark.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def make_optimizer(kind: str, params, lr: float) -> torch.optim.Optimizer:
 
 @single_threaded
 def train_loop(grid: Grid) -> tuple[Outcome, list[nn.Sequential]]:
-    """The reference: each run alone, as torch.nn modules and torch.optim.SGD."""
+    """The reference: each run alone, as torch.nn modules and torch.optim (SGD or Adam)."""
     data = digits()
     X, Y = inputs(grid.net, data.x_train), data.y_train
     res: dict[str, list] = {k: [] for k in ("va", "vl", "ta", "tl", "dead", "bs")}
