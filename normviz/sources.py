@@ -165,6 +165,33 @@ SOURCES: dict[str, Source] = {
             "arXiv preprint",
             "2105.07576",
         ),
+        Source(
+            "sun2024",
+            "Sun et al.",
+            "Mingjie Sun, Xinlei Chen, J. Zico Kolter, Zhuang Liu",
+            2024,
+            "Massive Activations in Large Language Models",
+            "COLM 2024",
+            "2402.17762",
+        ),
+        Source(
+            "zhu2025",
+            "Zhu et al.",
+            "Jiachen Zhu, Xinlei Chen, Kaiming He, Yann LeCun, Zhuang Liu",
+            2025,
+            "Transformers without Normalization",
+            "CVPR 2025",
+            "2503.10622",
+        ),
+        Source(
+            "sun2025",
+            "Sun et al.",
+            "Wenfang Sun, Xinyuan Song, Pengxiang Li, Lu Yin, Yefeng Zheng, Shiwei Liu",
+            2025,
+            "The Curse of Depth in Large Language Models",
+            "arXiv preprint",
+            "2502.05795",
+        ),
     )
 }
 

@@ -2,7 +2,7 @@
 
 On `data=smollm2` this section finds, for the sentences typed in `text=`, the largest
 |x| entering each of the 61 RMSNorms, per token: from block 12 on, one feature of the
-first token towers thousands of times over the median (Sun, Chen, Kolter & Liu, 2024).
+first token towers thousands of times over the median (Sun et al. 2024).
 RMSNorm divides that token by its RMS, which the one scalar sets, so every other feature
 of the token shrinks. Then the live test: the student predicts, and the section zeroes
 the scalar, replaces it by its mean over the other sentences, or zeroes a random other
@@ -27,6 +27,7 @@ from normviz.figures.spec import Spec, trace
 from normviz.knobs import Knob, Value
 from normviz.pretrained import RealInput
 from normviz.sections import Progress, Section
+from normviz.sources import cite
 
 SOURCE = "smollm2"
 MASSIVE_RATIO = 1_000.0  # a scalar this many times the median |x| counts as massive
@@ -48,7 +49,8 @@ KNOBS = (
 
 INTRO = (
     "A trained language model's residual stream holds a few scalars thousands of times "
-    "larger than the rest. The chart finds the largest |x| entering each of SmolLM2's 61 "
+    f"larger than the rest, the *massive activations* of {cite('sun2024')}. "
+    "The chart finds the largest |x| entering each of SmolLM2's 61 "
     "RMSNorms, for your sentences, and shows one token at the page's layer before and after "
     "RMSNorm. Then predict: what happens to the next-token loss if that one number is set "
     "to zero? The section then runs the model three more times and measures it."

@@ -1,4 +1,4 @@
-"""SmolLM2's massive activation, found and tested live (Sun, Chen, Kolter & Liu, 2024).
+"""SmolLM2's massive activation, found and tested live (Sun et al. 2024).
 
 A few scalars of a trained language model's residual stream are thousands of times the
 median: in SmolLM2 one dimension of the first token. This module computes, for the
