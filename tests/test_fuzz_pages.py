@@ -5,7 +5,7 @@ would. Whatever arrives, the page shows no exception and no internal-error
 message. A URL value that cannot be used falls back with a visible warning that
 names the parameter; a value that can be used is not reported as invalid.
 
-The oracle for "can be used" is written here from the URL contract (DESIGN.md
+The oracle for "can be used" is written here from the URL contract (docs/architecture.md
 and the Param specs' ranges and choices), not taken from ui.params.
 """
 
