@@ -106,7 +106,7 @@ def assert_refused(at: AppTest, page: str, refused: dict[str, str], sent: Iterab
         assert url_value(at, name) == fmt(params[name].default)
     for name in (n for n in params if n not in sent):
         assert url_value(at, name) == fmt(params[name].default)
-        assert f"`{name}" not in warned, warned
+        assert f"`{name}=" not in warned, warned
 
 
 def plotly_array(arr) -> np.ndarray:

@@ -41,7 +41,7 @@ def test_bad_url_values_fall_back_with_a_warning(query: dict[str, str], param: s
     at = run_app(query=query)
     assert_clean(at)
     warned = "\n".join(w.value for w in at.warning)
-    assert f"`{param}" in warned, warned
+    assert f"`{param}=" in warned, warned
 
 
 def test_url_is_read_and_written_back() -> None:
