@@ -28,7 +28,7 @@ from benchmarks.common import (
 from normviz import STANDARD_METHODS
 from ui.params import PAGE_PARAMS, fmt, max_elements
 
-LIMIT = 1_000_000  # characters of JSON per figure (docs/architecture.md: Budgets)
+LIMIT = 1_000_000  # characters of JSON per figure (DESIGN.md budget)
 PAGES = page_ids()
 
 
