@@ -11,7 +11,7 @@ one per layout) it prints:
   finished (connected, script not running, no skeletons), on a fresh server
   cache and then again in a new browser context.
 
-Targets (DESIGN.md): rerun at defaults well under 0.5 s (we flag >= 0.25 s as
+Targets (docs/architecture.md, Budgets): rerun at defaults well under 0.5 s (we flag >= 0.25 s as
 "near" and >= 0.5 s as a miss); cold at the cap under 2 s. A miss prints a
 cProfile of the page's run (which calls are slow). Run:
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, share_components
+from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, HOME, app_test
 from benchmarks.common import serve as bench_serve
 from ui.params import PAGE_PARAMS, fmt
 
@@ -32,13 +32,12 @@ def run_app(
 ) -> AppTest:
     """Run app.py through AppTest, on `page` (URL path, e.g. "axes"), with a query string.
 
-    The query string is applied before the first run, as a shared link would be.
+    The query string is applied before the first run, as a shared link would be. The
+    run starts at benchmarks/apptest_entry.py, which runs app.py as a warm server
+    does: no run starts in the pages-folder mode, so none is rerouted (a page's first
+    run is app.py's, as in the browser after a server's first session).
     """
-    at = share_components(AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout))
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    if page:
-        at.switch_page(f"pages/{page}.py")
+    at = app_test(page or HOME, query, timeout=timeout)
     at.run()
     return at
 
@@ -167,7 +166,7 @@ def assert_refused(at: AppTest, page: str, refused: dict[str, str], sent: Iterab
         assert url_value(at, name) == fmt(params[name].default)
     for name in (n for n in params if n not in sent):
         assert url_value(at, name) == fmt(params[name].default)
-        assert f"`{name}" not in warned, warned
+        assert f"`{name}=" not in warned, warned
 
 
 def plotly_array(arr) -> np.ndarray:

@@ -65,7 +65,8 @@ def torch_reference(
 
 
 def reduce_dims(method: str, layout: str) -> tuple[int, ...]:
-    """The DESIGN.md table, stated independently (GroupNorm handled apart)."""
+    """The method table of docs/architecture.md (Public API), stated independently
+    (GroupNorm handled apart)."""
     table = {
         ("batch", "BTC"): (0, 1),
         ("layer", "BTC"): (2,),

@@ -42,7 +42,7 @@ TOPIC = types.SimpleNamespace(
 )
 def test_the_kind_of_knob_picks_its_widget(knob: Knob, widget: str, kw: dict) -> None:
     words = knobs._label(TOPIC, knob)
-    fn, got = knobs._widget(knob, Where(), words)
+    fn, got = knobs.widget_for(knob, Where(), words)
     assert (fn.__name__, got) == (widget, kw)
     if "step" in got:  # the knob's own type (a float step on an int slider is refused)
         assert type(got["step"]) is type(knob.default)
@@ -50,13 +50,13 @@ def test_the_kind_of_knob_picks_its_widget(knob: Knob, widget: str, kw: dict) ->
 
 def test_a_radio_with_short_labels_lies_flat() -> None:
     k = Knob("r", "a", choices=("a", "b"))
-    assert knobs._widget(k, Where(), None)[1] == {"horizontal": True}
+    assert knobs.widget_for(k, Where(), None)[1] == {"horizontal": True}
 
 
 @pytest.mark.parametrize("topic", [batchnorm, choose, distributions, residual, training])
 def test_every_page_knob_gets_a_widget_and_its_topic_words(topic) -> None:  # type: ignore[no-untyped-def]
     for k in topic.KNOBS:
-        fn, _ = knobs._widget(k, Where(), knobs._label(topic, k))
+        fn, _ = knobs.widget_for(k, Where(), knobs._label(topic, k))
         assert fn.__name__ in {
             "pills",
             "toggle",

@@ -85,7 +85,8 @@ OVERFLOW_JS = """(exempt) => {
         el => `${name(el)} is ${el.scrollWidth}px wide in ${el.clientWidth}px`);
 }"""
 
-# Every chart drew its SVG text (plotly.js draws after the script run: DESIGN.md).
+# Every chart drew its SVG text (plotly.js draws after the script run: docs/architecture.md,
+# Platform facts).
 CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid=stPlotlyChart]')]
     .every(c => c.querySelector('.main-svg text, canvas'))"""
 

@@ -10,10 +10,10 @@ after a click, and must show the clicked view.
 
 from __future__ import annotations
 
-from conftest import ROOT, run_app, url_value
+from conftest import run_app, url_value
 from streamlit.testing.v1 import AppTest
 
-from benchmarks.common import share_components
+from benchmarks.common import app_test
 
 LINK = {"layout": "BTC", "B": "4", "T": "6", "C": "8", "method": "layer", "seed": "5"}
 
@@ -21,10 +21,7 @@ LINK = {"layout": "BTC", "B": "4", "T": "6", "C": "8", "method": "layer", "seed"
 def _moved(at: AppTest, page: str, query: dict[str, str]) -> AppTest:
     """A new session (another process) whose first run carries `at`'s widget values."""
     states = at._tree.get_widget_states()
-    fresh = share_components(AppTest.from_file(str(ROOT / "app.py"), default_timeout=60))
-    for k, v in query.items():
-        fresh.query_params[k] = v
-    fresh.switch_page(f"pages/{page}.py")
+    fresh = app_test(page, query, timeout=60)  # the same entry as run_app's: same widget ids
     fresh._run(widget_state=states)
     return fresh
 

@@ -150,6 +150,9 @@ PAGE_NAMES = [p.name for params in ns.PAGE_PARAMS.values() for p in params]
 
 
 def test_page_parameter_names_are_unique_short_and_apart_from_the_shared_ones() -> None:
+    # unique: a knob's name is its session and widget key on every page (one namespace).
+    # One name may start another (`shift`, `shift_max`): tests match a warning by the
+    # whole "`name=" it quotes.
     assert len(PAGE_NAMES) == len(set(PAGE_NAMES))
     assert not set(PAGE_NAMES) & {*ns.SHARED, "presenter"}
     added = [
@@ -159,10 +162,6 @@ def test_page_parameter_names_are_unique_short_and_apart_from_the_shared_ones() 
     ]
     for name in added:
         assert name == name.lower() and len(name) <= 12 and name.isidentifier(), name
-    # no name starts another one (warnings quote "`name=..."; tests look for "`name")
-    every = sorted({*PAGE_NAMES, *ns.SHARED})
-    for a in every:
-        assert not [b for b in every if b != a and b.startswith(a)], a
 
 
 def test_page_parameter_choices_are_the_widgets_options() -> None:
@@ -227,3 +226,66 @@ def test_the_architecture_doc_lists_every_url_key_with_its_default() -> None:
         for (name, default), k in zip(rows, knobs, strict=True):
             if "`" in default:  # a literal default (else words: "three short sentences")
                 assert default.strip() == f"`{ns.fmt(k.default)}`", name
+
+
+# ---- the one declaration: a field added to Settings reaches the URL, sidebar, cache key
+
+
+def _wobbly(monkeypatch) -> type:  # type: ignore[no-untyped-def]
+    """ui.params.Settings with one throwaway field, declared as any shared setting is
+    (and nothing else changed): `wobble`, a whole number from 0 to 9, default 3."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Wobbly(ns.Settings):
+        wobble: int = ns.setting(ns.Param("wobble", 3, lo=0, hi=9, label="Wobble"))
+
+    monkeypatch.setattr(ns, "Settings", Wobbly)
+    return Wobbly
+
+
+def test_a_declared_field_is_read_from_the_url_and_keys_the_cache(monkeypatch) -> None:
+    wobbly = _wobbly(monkeypatch)
+    assert "wobble" not in ns.SHARED and ns.shared_knobs()["wobble"].default == 3
+    s, warnings = ns.settings_from_query({"wobble": "5", "seed": "2"})
+    assert (s.wobble, s.seed, warnings) == (5, 2, [])
+    s, warnings = ns.settings_from_query({"wobble": "12"})
+    assert s.wobble == 3
+    (warning,) = warnings
+    assert warning == (
+        "`wobble=12` is not valid (expected a value from 0 to 9): using the default 3."
+    )
+    assert ("wobble", 4) in wobbly(wobble=4).key()
+    assert wobbly(wobble=4).key() != wobbly(wobble=5).key()
+    assert wobbly(wobble=4, eps=1e-3).key() == wobbly(wobble=4).key()  # eps: cache=False
+
+
+def test_a_declared_field_is_in_the_sidebar_the_url_and_the_cache_key(monkeypatch) -> None:
+    from conftest import run_app, url_value
+
+    from ui import state
+
+    _wobbly(monkeypatch)
+    at = run_app("distributions", {"wobble": "5", "seed": "1"})
+    assert not at.exception and not at.warning, [w.value for w in at.warning]
+    (knob,) = [w for w in at.sidebar.slider if w.key == "wobble"]
+    assert (knob.label, knob.value, knob.min, knob.max) == ("Wobble", 5, 0, 9)
+    assert url_value(at, "wobble") == "5"
+    assert ("wobble", 5) in at.session_state[state._INPUT].key()
+    knob.set_value(7).run()
+    assert not at.exception
+    assert url_value(at, "wobble") == "7" and url_value(at, "seed") == "1"
+    assert at.session_state[state._INPUT].wobble == 7
+    assert ("wobble", 7) in at.session_state[state._INPUT].key()
+    at.switch_page("../pages/residual.py").run()  # a page without the sidebar's settings
+    assert not at.exception and url_value(at, "wobble") == "7"
+
+
+def test_a_name_may_start_another_one() -> None:
+    """`shift` and `shift_max` side by side: each warns by its whole name, and a test
+    looking for "`shift=" does not see the other's warning."""
+    knobs = [ns.Param("shift", 0.5, lo=-10, hi=10), ns.Param("shift_max", 1.0, lo=0, hi=5)]
+    values, warnings = ns.read({"shift": "2", "shift_max": "9"}, knobs)
+    assert values == {"shift": 2.0, "shift_max": 1.0}
+    (warning,) = warnings
+    assert "`shift_max=9`" in warning and "`shift=" not in warning

@@ -111,7 +111,7 @@ def test_hidden_settings_stay_alive_across_pages() -> None:
     at.sidebar.number_input(key="seed").set_value(7).run()
     at.sidebar.select_slider(key="eps").set_value(1e-3).run()
     for page in ("residual", "batchnorm", "choose", "distributions"):
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"../pages/{page}.py").run()  # (run_app: benchmarks/apptest_entry.py)
         assert_clean(at)
         for k, v in {"layout": "NCHW", "N": "3", "method": "group", "groups": "3"}.items():
             assert url_value(at, k) == v, (page, k)

@@ -30,7 +30,7 @@ def _label(topic: ModuleType, k: Knob) -> Any:
     return None if fn is None else lambda v: fn(k.name, v)
 
 
-def _widget(k: Knob, where: Any, words: Any) -> tuple[Any, dict[str, Any]]:
+def widget_for(k: Knob, where: Any, words: Any = None) -> tuple[Any, dict[str, Any]]:
     """The widget function for `k` in `where` and its keyword arguments."""
     if k.multi:
         return where.pills, {"selection_mode": "multi"}
@@ -53,7 +53,7 @@ def draw(k: Knob, page: str, topic: ModuleType, where: Any = st) -> Value:
     """Knob `k`'s widget on `page` in `where` (st, a column, a container); its value
     (a multi-choice knob's as a tuple)."""
     words = _label(topic, k)
-    fn, kw = _widget(k, where, words)
+    fn, kw = widget_for(k, where, words)
     if words is not None and (k.choices is not None):
         kw["format_func"] = words
     if k.name in getattr(topic, "HELP", {}):

@@ -3,15 +3,17 @@
 Every page reads its settings from the query string through these specs, so a
 shared link reproduces a view, and a bad value falls back to its default with a
 message naming the parameter instead of breaking the page. The specs are
-`normviz.knobs.Knob`s: the shared ones are declared here, each page's own come from
-its topic package (its sections' knobs).
+`normviz.knobs.Knob`s: the shared ones are declared here, once, as the fields of
+`Settings` (which also drive the sidebar and the input cache key), each page's own
+come from its topic package (its sections' knobs).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
 
 from normviz import axes, batchnorm, choose, distributions, practice, residual, training
 from normviz.core import Contract, NormConfigError, contract, parse_axes
@@ -148,46 +150,62 @@ def read(
     return values, warnings
 
 
-SHARED: dict[str, Param] = {
-    p.name: p
-    for p in (
-        Param("layout", "BTC", choices=tuple(LAYOUTS)),
-        *(
-            Param(a, d, lo=1, hi=SIZE_LIMITS[a])
-            for a, d in {"B": 4, "T": 6, "C": 8, "N": 4, "H": 4, "W": 4}.items()
-        ),
-        Param("method", "batch", choices=tuple(METHODS)),
-        Param("groups", 2, lo=1, hi=4096),
-        Param("axes", "C"),
-        Param("centred", True),
-        Param("eps", 1e-5, choices=EPS_CHOICES),
-        Param("seed", 0, lo=0, hi=2**31 - 1),
-        Param("data", DEFAULT_GENERATOR, choices=DATA_CHOICES),
-        # a real source's knobs: which normalization layer, and MiniLM's sentences
-        Param("layer", "", label="Layer"),
-        Param("text", minilm.DEFAULT_TEXT, label="Sentences (one per line)"),
-        # a view setting, not a tensor one: presenter mode (larger everything, no sidebar)
-        Param("present", False, label="Presenter mode"),
-    )
-}
+SIZES = tuple(
+    Param(a, d, lo=1, hi=SIZE_LIMITS[a])
+    for a, d in {"B": 4, "T": 6, "C": 8, "N": 4, "H": 4, "W": 4}.items()
+)
+# a view setting, not a tensor one: presenter mode (larger everything, no sidebar)
+PRESENT = Param("present", False, label="Presenter mode")
 VIEW = ("present",)  # shared parameters that change how a page looks, not what it computes
+
+
+def setting(*knobs: Param, cache: bool = True, **kw: Any) -> Any:
+    """A field of `Settings` declared by its URL knob(s): its default is the knob's
+    unless `default`/`default_factory` is given; `cache=False` leaves it out of
+    `Settings.key()` (it changes what runs on the input, not the input)."""
+    if "default_factory" not in kw:
+        kw.setdefault("default", knobs[0].default)
+    return field(metadata={"knobs": knobs, "cache": cache}, **kw)
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The shared settings every page uses: a tensor, a method, its options."""
+    """The shared settings every page uses: a tensor, a method, its options.
 
-    layout: str = "BTC"
-    sizes: dict[str, int] = field(default_factory=lambda: dict(LAYOUTS["BTC"].defaults))
-    method: str = "batch"
-    groups: int = 2
-    axes: tuple[str, ...] = ("C",)
-    centred: bool = True
-    eps: float = 1e-5
-    seed: int = 0
-    data: str = DEFAULT_GENERATOR
-    layer: str = ""  # a real source's layer ("" : its default)
-    text: str = minilm.DEFAULT_TEXT  # MiniLM's sentences
+    The one declaration of them (docs/architecture.md, "Shared settings"): each field
+    names its URL knob(s), and the URL (`settings_from_query`, ui.state's writes), the
+    sidebar (ui.sidebar) and the cache key (`key`) are read off these fields. The
+    fields in `BESPOKE` have their own widgets and parsing; any other field is a plain
+    knob, read and written by its knob and drawn by the knob → widget builder.
+    """
+
+    layout: str = setting(Param("layout", "BTC", choices=tuple(LAYOUTS)))
+    sizes: dict[str, int] = field(
+        default_factory=lambda: dict(LAYOUTS["BTC"].defaults), metadata={"knobs": SIZES}
+    )
+    method: str = setting(Param("method", "batch", choices=tuple(METHODS)), cache=False)
+    groups: int = setting(Param("groups", 2, lo=1, hi=4096), cache=False)
+    axes: tuple[str, ...] = setting(Param("axes", "C"), default=("C",), cache=False)
+    centred: bool = setting(Param("centred", True), cache=False)
+    eps: float = setting(Param("eps", 1e-5, choices=EPS_CHOICES), cache=False)
+    seed: int = setting(Param("seed", 0, lo=0, hi=2**31 - 1))
+    data: str = setting(Param("data", DEFAULT_GENERATOR, choices=DATA_CHOICES))
+    # a real source's knobs: which normalization layer ("": its default), MiniLM's sentences
+    # (a real input is cached by ui.realdata on its own key: not a generated input's)
+    layer: str = setting(Param("layer", "", label="Layer"), cache=False)
+    text: str = setting(
+        Param("text", minilm.DEFAULT_TEXT, label="Sentences (one per line)"), cache=False
+    )
+
+    def key(self) -> tuple[tuple[str, object], ...]:
+        """The cache key of the input these settings make: every field declared with
+        `cache=True`, as plain hashable values (never a tensor)."""
+        out = []
+        for f in fields(self):
+            if f.metadata.get("cache", True):
+                v = getattr(self, f.name)
+                out.append((f.name, tuple(v.items()) if isinstance(v, dict) else v))
+        return tuple(out)
 
     @property
     def real(self) -> bool:
@@ -237,6 +255,30 @@ class Settings:
         self.contract(method)
 
 
+BESPOKE = ("layout", "sizes", "method", "groups", "axes", "centred", "eps", "seed", "data")
+BESPOKE += ("layer", "text")  # ... read and drawn by named code (the sidebar's sections)
+
+
+def shared_knobs() -> dict[str, Param]:
+    """Every shared URL knob, by name, in the declaration's order (`Settings`), then
+    presenter mode."""
+    out = {p.name: p for f in fields(Settings) for p in f.metadata.get("knobs", ())}
+    return out | {PRESENT.name: PRESENT}
+
+
+def plain_fields() -> list[tuple[str, Param]]:
+    """The shared settings that are plain knobs (not in `BESPOKE`): (field name, knob),
+    read, written and drawn generically."""
+    return [
+        (f.name, f.metadata["knobs"][0])
+        for f in fields(Settings)
+        if f.name not in BESPOKE and f.metadata.get("knobs")
+    ]
+
+
+SHARED: dict[str, Param] = shared_knobs()
+
+
 def settings_from_query(
     query: Mapping[str, str | list[str]], page_names: Iterable[str] = ()
 ) -> tuple[Settings, list[str]]:
@@ -272,7 +314,11 @@ def settings_from_query(
             )
     layer, text, more = _real_knobs(query, str(vals["data"]))
     warnings += more
-    unknown = [k for k in query if k not in SHARED and k not in page_names]
+    plain = plain_fields()
+    plain_vals, more = read(query, [p for _, p in plain])
+    warnings += more
+    shared = shared_knobs()
+    unknown = [k for k in query if k not in shared and k not in page_names]
     if unknown:
         names = ", ".join(md_code(k, limit=ECHO_LIMIT) for k in unknown[:5])
         more = f" and {len(unknown) - 5:,} more" if len(unknown) > 5 else ""
@@ -289,6 +335,7 @@ def settings_from_query(
         data=str(vals["data"]),
         layer=layer,
         text=text,
+        **{name: plain_vals[p.name] for name, p in plain},
     )
     return s, warnings
 

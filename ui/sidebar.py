@@ -15,6 +15,7 @@ import streamlit as st
 from normviz import LAYOUTS, METHODS
 from ui import params as ns
 from ui import realdata, state
+from ui.knobs import widget_for
 from ui.pages import controls
 from ui.state import initial, value
 
@@ -146,6 +147,14 @@ def _input(sb: Any, shown: set[str], page: str) -> None:
         )
 
 
+def _plain(sb: Any) -> None:
+    """The shared settings that are plain knobs (ui.params.plain_fields: any field of
+    the declaration without a section of its own), each by the knob → widget builder."""
+    for _name, p in ns.plain_fields():
+        fn, kw = widget_for(p, sb)
+        state.knob_widget(fn, p, p.label or p.name, **kw)
+
+
 def draw(page: str) -> ns.Settings:
     """Draw the shared settings this page uses (`ui.pages.controls`) in the sidebar, and
     presenter mode; return every shared setting (drawn or not) for the URL."""
@@ -157,6 +166,7 @@ def draw(page: str) -> ns.Settings:
     method = _method(sb, shown, layout)
     _input(sb, shown, page)
     if shown:
+        _plain(sb)
         sb.divider()
     sb.toggle(
         "Presenter mode",
@@ -179,6 +189,7 @@ def draw(page: str) -> ns.Settings:
         data=data,
         layer=str(value("layer")) if data in realdata.SOURCES else "",
         text=str(value("text")),
+        **{name: value(p.name) for name, p in ns.plain_fields()},
     )
     run = state.remember(s, page, view_warnings)
     if run.real and realdata.REAL in shown:

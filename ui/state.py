@@ -47,7 +47,7 @@ def _query() -> dict[str, list[str]]:
 
 
 def _default(name: str) -> Any:
-    p = ns.SHARED.get(name) or next(
+    p = ns.shared_knobs().get(name) or next(
         (q for ps in ns.PAGE_PARAMS.values() for q in ps if q.name == name), None
     )
     return None if p is None else p.default
@@ -103,6 +103,7 @@ def init_from_url(page: str) -> None:
         "data": s.data,
         **sizes,
         **s.sizes,
+        **{name: getattr(s, name) for name, _ in ns.plain_fields()},
     }
     st.session_state.setdefault("layer", s.layer)
     st.session_state.setdefault("text", s.text)
@@ -113,7 +114,7 @@ def seed_view() -> list[str]:
     """Presenter mode from the link, on the session's first run; warnings for a bad value."""
     if PRESENT in st.session_state[LINK]:
         return []
-    vals, warnings = ns.read(_query(), [ns.SHARED[PRESENT]])
+    vals, warnings = ns.read(_query(), [ns.PRESENT])
     st.session_state[LINK][PRESENT] = vals[PRESENT]
     return warnings
 
@@ -133,7 +134,7 @@ def link_presenter() -> bool:
     if PRESENT in st.session_state:
         return bool(st.session_state[PRESENT])
     try:
-        return bool(ns.parse(ns.SHARED[PRESENT], st.query_params.get(PRESENT, "0")))
+        return bool(ns.parse(ns.PRESENT, st.query_params.get(PRESENT, "0")))
     except ValueError:
         return False
 
@@ -162,6 +163,7 @@ def write_url(page: str) -> None:
         "eps": ns.fmt(s.eps),
         "seed": str(s.seed),
         "data": s.data,
+        **{p.name: ns.fmt(getattr(s, name)) for name, p in ns.plain_fields()},
     }
     if s.real:
         want["layer"] = s.layer
@@ -243,10 +245,10 @@ def input_tensor(s: ns.Settings) -> torch.Tensor:
     real = realdata.real_input(s)
     if real is not None:
         return real.tensor()
-    key = (s.data, s.layout, s.shape, s.seed)
+    key = s.key()  # every input field of the one declaration (ui.params.Settings)
     arr = _INPUTS.get(key)
     if arr is None:
-        arr = generate(*key).numpy()
+        arr = generate(s.data, s.layout, s.shape, s.seed).numpy()
         _INPUTS.put(key, arr)
     return torch.from_numpy(arr.copy())
 
@@ -276,6 +278,15 @@ def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: A
     the end of the run with the others, or at once in a fragment's own rerun. It starts
     at the link's value and keeps its value while it is not drawn."""
     p = next(p for p in ns.PAGE_PARAMS[page] if p.name == name)
+    out = knob_widget(fn, p, label, **kwargs)
+    if not route.full_run():  # a fragment's own rerun: app.py's end-of-run write will not come
+        write_url(page)  # one message, and only if a value changed
+    return out
+
+
+def knob_widget(fn: Callable[..., Any], p: ns.Param, label: str, **kwargs: Any) -> Any:
+    """Knob `p`'s widget `fn` (its key the URL name): its choices or range from the knob,
+    starting at the link's value, kept while it is not drawn."""
     if p.choices is not None:
         kwargs.setdefault("options", list(p.choices))
     elif "options" not in kwargs:  # (a select slider over some of a range's values)
@@ -283,8 +294,5 @@ def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: A
             kwargs.setdefault("min_value", type(p.default)(p.lo))
         if p.hi is not None:
             kwargs.setdefault("max_value", type(p.default)(p.hi))
-    kwargs.update(initial(fn, name, kwargs.get("options")))
-    out = fn(label, key=name, persist_state=KEEP, **kwargs)
-    if not route.full_run():  # a fragment's own rerun: app.py's end-of-run write will not come
-        write_url(page)  # one message, and only if a value changed
-    return out
+    kwargs.update(initial(fn, p.name, kwargs.get("options")))
+    return fn(label, key=p.name, persist_state=KEEP, **kwargs)
