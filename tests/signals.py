@@ -6,7 +6,7 @@ kind of mark), so they stay apart in grey-scale and for every reader. Used by th
 section interface test (tests/test_architecture.py) on every section's figure.
 
 The payload budget: every Plotly figure the app sends is at most FIGURE_BUDGET
-characters of JSON (DESIGN.md's 1 MB), checked with `assert_within_budget`.
+characters of JSON (docs/architecture.md's 1 MB), checked with `assert_within_budget`.
 """
 
 from __future__ import annotations

@@ -253,7 +253,7 @@ def test_statistics_are_read_from_the_input_as_it_was() -> None:
 
 
 def test_the_result_keeps_the_public_api() -> None:
-    """DESIGN.md's names: res.output, res.mean (None for rms), res.var, res.axes; frozen."""
+    """The public API (docs/architecture.md): output, mean (None for rms), var, axes; frozen."""
     import dataclasses
 
     x = _input((2, 3, 4), "BTC")
