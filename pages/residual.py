@@ -20,8 +20,7 @@ TRAIN_KEY = "res_train_request"  # the training knobs last requested, kept acros
 
 
 def _knobs(section: Section) -> dict[str, Any]:
-    """The section's widgets: the first three (a stack's width, norm and block) in one row,
-    the run's own knobs in the next; a section with fewer than three fills fewer columns."""
+    """The section's widgets: the stack's width, norm and block, then the run's own knobs."""
     values: dict[str, Any] = {}
     stack, own = section.knobs[:3], section.knobs[3:]
     for row, widths in ((stack, [2, 2, 3][: len(stack)]), (own, [1] * len(own))):
