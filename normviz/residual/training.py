@@ -189,9 +189,7 @@ def make_loss_figure(run: TrainRun, presenter: bool = False) -> go.Figure:
                     showlegend=False,
                 )
             )
-    fig.update_yaxes(
-        {"type": "log", "exponentformat": "power", "title": {"text": "training loss (MSE)"}}
-    )
+    fig.update_yaxes(style.log_axis(run.losses) | {"title": {"text": "training loss (MSE)"}})
     fig.update_xaxes({"title": {"text": "Adam step"}})
     cfg = run.config
     fig.update_layout(
