@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -59,6 +61,17 @@ HIST_BINS = 60
 
 
 GRID = "#E5E5E5"
+# A horizontal legend under everything: anchored to the figure's bottom edge (not to the
+# plot, where a fixed offset met the x-axis title once the title or the ticks grew),
+# the bottom margin grows to hold it and the axis title keeps its own room above it.
+LEGEND_BELOW: dict[str, object] = {
+    "orientation": "h",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "x": 0,
+    "xanchor": "left",
+}
 # A small white template, the default for every figure: plotly's own "plotly_white"
 # is large enough that applying it per figure cost ~0.1 s, a third of a page rerun.
 pio.templates["normviz"] = go.layout.Template(
@@ -132,17 +145,20 @@ def ink(fill: str) -> str:
 
 
 def log_axis(*values: object) -> dict[str, object]:
-    """A log axis labelled at the decades (1, 10, 100...) when its data spans one or more,
+    """A log axis labelled at the decades (1, 10, 100...; every few when it spans many)
+    when its data spans one or more,
     else at 1, 2 and 5 times a power of ten: never plotly's bare minor digits (2 3 4 ... 9),
     which read as noise from the back of a room. `values`: the axis's data (arrays)."""
     flat = [np.asarray(v, dtype=float).ravel() for v in values]
     data = np.concatenate(flat) if flat else np.empty(0)
     data = data[np.isfinite(data) & (data > 0)]
-    wide = data.size == 0 or data.max() / data.min() >= 10
+    decades = math.log10(data.max() / data.min()) if data.size else 1.0
+    wide = decades >= 1
     # 0.001 and 10000 read better as 10⁻³ and 10⁴; 1, 10 and 100 as they are
     power = data.size == 0 or data.min() < 0.01 or data.max() >= 1e4
     return {
         "type": "log",
-        "dtick": 1 if wide else "D2",
+        # every decade, or every 2nd, 3rd... when there are more than five
+        "dtick": max(1, math.ceil(decades / 5)) if wide else "D2",
         "exponentformat": "power" if power else "none",
     }

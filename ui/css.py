@@ -68,10 +68,12 @@ html {{ font-size: {16 * PRESENTER_TEXT:g}px !important; }}
 [data-testid="stHeader"] button, [data-testid="stHeader"] a,
 [data-testid="stHeader"] [data-testid="stToolbar"] {{ pointer-events: auto; }}
 [data-testid="stMainBlockContainer"] h1 {{ padding-top: 0.25rem; }}
-/* canvas tables do not follow the root font size: zoom them, inside their column */
-[data-testid="stDataFrame"], [data-testid="stDataFrameResizable"] {{
-  zoom: {PRESENTER_TEXT:g}; max-width: calc(100% / {PRESENTER_TEXT:g});
+/* canvas tables do not follow the root font size: zoom them, inside their column (the
+   zoomed box is held to the column's width / zoom; the grid lays itself out in it) */
+[data-testid="stElementContainer"]:has(> [data-testid="stDataFrame"]) {{
+  zoom: {PRESENTER_TEXT:g}; width: calc(100% / {PRESENTER_TEXT:g}) !important;
 }}
+[data-testid="stDataFrame"], [data-testid="stDataFrameResizable"] {{ max-width: 100%; }}
 }}
 """
 

@@ -119,7 +119,7 @@ def figure(sweep: GapSweep, presenter: bool = False) -> go.Figure:
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(
         title="Small batches: training and evaluation disagree",
-        legend={"orientation": "h", "y": -0.3},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=440).figure()
 

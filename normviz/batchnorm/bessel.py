@@ -130,7 +130,7 @@ def figure(res: BesselResult, presenter: bool = False) -> go.Figure:
     fig.update_yaxes(title="average batch variance / true σ²", range=[0.0, 1.15])
     fig.update_layout(
         title=f"Variance estimates, averaged over {res.repeats:,} batches per n",
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=460).figure()
 

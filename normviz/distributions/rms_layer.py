@@ -194,7 +194,7 @@ def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Fig
         title=f"Cosine similarity of each {what}'s vector before and after",
         barmode="overlay",
         bargap=0,
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     fig.update_xaxes(title="cos(x, y): 1 = same direction")
     fig.update_yaxes(title=f"{what}s")

@@ -194,7 +194,7 @@ def make_loss_figure(run: TrainRun, presenter: bool = False) -> go.Figure:
     cfg = run.config
     fig.update_layout(
         title={"text": f"Training {cfg.depth} blocks at learning rate {run.lr:g}"},
-        legend={"orientation": "h", "y": -0.2, "x": 0},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=420).figure()
 

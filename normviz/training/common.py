@@ -102,5 +102,5 @@ def add_line(
 
 def finish(fig: Spec, title: str, presenter: bool, height: int = 440) -> go.Figure:
     # below the x-axis title, which sits at about y = −0.15
-    fig.update_layout(title=title, legend={"orientation": "h", "yanchor": "top", "y": -0.25})
+    fig.update_layout(title=title, legend=style.LEGEND_BELOW)
     return style.apply(fig, presenter, height=round(height * (1.25 if presenter else 1))).figure()
