@@ -76,14 +76,45 @@ def test_horizontal_legends_sit_under_everything() -> None:
 
 # ---- in Chromium -------------------------------------------------------------------
 
-CHECKS = ("sideways", "outside", "overlaps")  # (a), (c), (d) of the probe
+CHECKS = ("sideways", "outside", "overlaps", "modebar")  # (a), (c), (d) of the probe
+NARROW = (
+    "one line of figure text (a title, a caption) or panels side by side: wider than a "
+    "358 px column; the figure is built without knowing the width, and a phone layout "
+    "needs the page layer to ask for one"
+)
+WRAPS = "the modebar wraps onto a second row in a narrow chart and reaches the title"
 # Views (page, screen) known to fail a check today, and why; every other view of every
 # page at every screen is asserted for that check.
 NOT_YET: dict[str, dict[tuple[str, str], str]] = {
     "sideways": {},
-    "outside": {},
-    "overlaps": {},
+    "outside": {
+        (page, "phone"): NARROW
+        for page in ("home", "axes", "distributions", "residual", "training", "worked-example")
+    },
+    "overlaps": {
+        (page, "phone"): NARROW
+        for page in ("home", "axes", "distributions", "residual", "worked-example")
+    },
+    "modebar": {
+        **{
+            (page, "old-projector"): WRAPS
+            for page in ("axes", "distributions", "batchnorm", "training")
+        },
+        ("distributions", "projector"): WRAPS,
+    },
 }
+
+
+def _checks(found: dict) -> dict[str, object]:
+    """The probe's findings by check, the modebar's overlaps (on hover) apart."""
+    bar = [s for s in found["overlaps"] if "[modebar" in s]
+    text = [s for s in found["overlaps"] if "[modebar" not in s]
+    return {
+        "sideways": found["sideways"],
+        "outside": found["outside"],
+        "overlaps": text,
+        "modebar": bar,
+    }
 
 
 @pytest.mark.browser
@@ -100,7 +131,7 @@ def test_charts_fit_every_page(browser, server, screen, width, height, presenter
             p.goto(f"{server}/{url_path(page)}{'?present=1' if presenter else ''}")
             settle(p)
             assert_no_exception(p)
-            found = probe(p)
+            found = _checks(probe(p))
             for check in CHECKS:
                 if (page, screen) in NOT_YET[check]:
                     continue

@@ -144,7 +144,7 @@ def make_eps_figure(sweep: EpsSweep, current_eps: float, presenter: bool = False
         font={"color": style.HIGHLIGHT if sweep.zero_groups else style.BEFORE},
     )
     moment = "variance" if METHODS[sweep.method].centred else "mean square"
-    fig.update_xaxes(type="log", title="ε (log scale)", exponentformat="power")
+    fig.update_xaxes(style.log_axis(eps), title="ε (log scale)")
     fig.update_yaxes(title=f"{moment} after", range=[-0.05, 1.1])
     fig.update_layout(title=f"{label}: ε shrinks the groups with small spread")
     return style.apply(fig, presenter, height=380).figure()
