@@ -146,15 +146,18 @@ def make_eps_figure(sweep: EpsSweep, current_eps: float, presenter: bool = False
     moment = "variance" if METHODS[sweep.method].centred else "mean square"
     fig.update_xaxes(style.log_axis(eps), title="ε (log scale)")
     fig.update_yaxes(title=f"{moment} after", range=[-0.05, 1.1])
-    fig.update_layout(title=f"{label}: ε shrinks the groups with small spread")
-    return style.apply(fig, presenter, height=380).figure()
+    # two short lines: one ran past a phone's column
+    fig.update_layout(title=f"{label}: ε shrinks<br>the groups with small spread")
+    style.apply(fig, presenter, height=400)
+    return style.top_room(fig, presenter).figure()
 
 
 def _zero_note(sweep: EpsSweep) -> str:
     pos = sweep.eps > 0
     nan0 = int(sweep.nan_values[~pos].sum()) if (~pos).any() else 0
     if sweep.zero_groups:
-        return f"ε = 0: {sweep.zero_groups:,} constant group(s) give 0/0, {nan0:,} NaN values"
+        # two lines: one ran past a phone's column
+        return f"ε = 0: {sweep.zero_groups:,} constant group(s) give 0/0,<br>{nan0:,} NaN values"
     return "ε = 0: no constant group here, so no NaN"
 
 
