@@ -120,7 +120,7 @@ def figure(res: LrResult, presenter: bool) -> go.Figure:
     fig.add_hline_note(100 * TRAINS_AT, "trains")
     fig.update_xaxes(style.log_axis(res.lrs), title="learning rate (SGD, momentum 0.9)")
     fig.update_yaxes(title="validation accuracy (%)", range=[0, 100])
-    return common.finish(fig, "Validation accuracy after training, by learning rate", presenter)
+    return common.finish(fig, "Validation accuracy after training,<br>by learning rate", presenter)
 
 
 def table(res: LrResult) -> pd.DataFrame:
