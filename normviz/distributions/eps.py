@@ -145,7 +145,8 @@ def make_eps_figure(sweep: EpsSweep, current_eps: float, presenter: bool = False
     )
     moment = "variance" if METHODS[sweep.method].centred else "mean square"
     fig.update_xaxes(style.log_axis(eps), title="ε (log scale)")
-    fig.update_yaxes(title=f"{moment} after", range=[-0.05, 1.1])
+    # 0 sits clear of the bottom edge, so its label stays off the x axis's first label
+    fig.update_yaxes(title=f"{moment} after", range=[-0.12, 1.1])
     # two short lines: one ran past a phone's column
     fig.update_layout(title=f"{label}: ε shrinks<br>the groups with small spread")
     style.apply(fig, presenter, height=400)
