@@ -99,6 +99,12 @@ PROBE_JS = """() => {
         const box = plot.getBoundingClientRect();
         if (box.width === 0 || hidden(chart)) return;  // in a closed tab or expander
         const name = `chart ${i}`;
+        const own = chart.getBoundingClientRect();
+        if (box.bottom > own.bottom + 1 || box.top < own.top - 1) {
+            const at = (v) => Math.round(v);
+            out.outside.push(`${name}: the plot runs past its own box (plot ${at(box.top)}..`
+                + `${at(box.bottom)}, box ${at(own.top)}..${at(own.bottom)})`);
+        }
         const boxes = [];
         plot.querySelectorAll('svg text').forEach(t => {
             const s = t.textContent.trim();

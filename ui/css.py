@@ -36,10 +36,6 @@ BASE = """
 /* a chart is as wide as its column, on a phone too (no forced width, no sideways pan):
    the figures lay out their own panels for the width (normviz.style) */
 [data-testid="stFullScreenFrame"]:has(> [data-testid="stPlotlyChart"]) { max-width: 100%; }
-/* plotly's modebar (shown while the pointer is on a chart, or after a tap) sits in a
-   strip of its own above the chart instead of over its title, legend or axis title */
-[data-testid="stPlotlyChart"] { padding-top: 34px; }
-[data-testid="stPlotlyChart"] .modebar-container { top: -34px !important; }
 /* static tables (st.table) wrap long cells, even a long identifier, to fit their column;
    on a phone a wide table keeps readable columns and pans sideways in its own box */
 [data-testid="stTable"] :is(th, td), [data-testid="stTable"] :is(th, td) * {
