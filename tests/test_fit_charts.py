@@ -132,3 +132,20 @@ def test_charts_fit_every_page(browser, server, screen, width, height, presenter
     finally:
         ctx.close()
     assert not failures, f"{screen} {width}×{height}:\n" + "\n".join(map(str, failures))
+
+
+@pytest.mark.browser
+def test_a_presenter_link_on_a_phone_reads_at_normal_sizes(browser, server) -> None:
+    """present=1 keeps presenter sizes on a projector and falls back on a 390 px phone."""
+    sizes = {}
+    for screen, width, height, _presenter, phone in (SCREENS[0], SCREENS[3]):
+        ctx = new_context(browser, width, height, phone)
+        p = ctx.new_page()
+        p.set_default_timeout(120_000)
+        try:
+            p.goto(f"{server}/?present=1")
+            settle(p)
+            sizes[screen] = p.evaluate("getComputedStyle(document.documentElement).fontSize")
+        finally:
+            ctx.close()
+    assert sizes == {"projector": f"{16 * css.PRESENTER_TEXT:g}px", "phone": "16px"}
