@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.colors import get_colorscale
@@ -58,6 +61,17 @@ HIST_BINS = 60
 
 
 GRID = "#E5E5E5"
+# A horizontal legend under everything: anchored to the figure's bottom edge (not to the
+# plot, where a fixed offset met the x-axis title once the title or the ticks grew),
+# the bottom margin grows to hold it and the axis title keeps its own room above it.
+LEGEND_BELOW: dict[str, object] = {
+    "orientation": "h",
+    "yref": "container",
+    "y": 0,
+    "yanchor": "bottom",
+    "x": 0,
+    "xanchor": "left",
+}
 # A small white template, the default for every figure: plotly's own "plotly_white"
 # is large enough that applying it per figure cost ~0.1 s, a third of a page rerun.
 pio.templates["normviz"] = go.layout.Template(
@@ -128,3 +142,23 @@ def ink(fill: str) -> str:
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
     lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
     return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"
+
+
+def log_axis(*values: object) -> dict[str, object]:
+    """A log axis labelled at the decades (1, 10, 100...; every few when it spans many)
+    when its data spans one or more,
+    else at 1, 2 and 5 times a power of ten: never plotly's bare minor digits (2 3 4 ... 9),
+    which read as noise from the back of a room. `values`: the axis's data (arrays)."""
+    flat = [np.asarray(v, dtype=float).ravel() for v in values]
+    data = np.concatenate(flat) if flat else np.empty(0)
+    data = data[np.isfinite(data) & (data > 0)]
+    decades = math.log10(data.max() / data.min()) if data.size else 1.0
+    wide = decades >= 1
+    # 0.001 and 10000 read better as 10⁻³ and 10⁴; 1, 10 and 100 as they are
+    power = data.size == 0 or data.min() < 0.01 or data.max() >= 1e4
+    return {
+        "type": "log",
+        # every decade, or every 2nd, 3rd... when there are more than five
+        "dtick": max(1, math.ceil(decades / 5)) if wide else "D2",
+        "exponentformat": "power" if power else "none",
+    }

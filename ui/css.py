@@ -33,11 +33,9 @@ BASE = """
 /* page links (Home's map) wrap instead of running off a phone's screen */
 [data-testid="stPageLink"] a, [data-testid="stPageLink"] span,
 [data-testid="stPageLink"] p { white-space: normal; }
-/* on a phone a chart keeps a readable width and pans sideways inside its own box */
-@media (max-width: 640px) {
-  [data-testid="stElementContainer"]:has(> [data-testid="stPlotlyChart"]) { overflow-x: auto; }
-  [data-testid="stFullScreenFrame"]:has(> [data-testid="stPlotlyChart"]) { min-width: 620px; }
-}
+/* a chart is as wide as its column, on a phone too (no forced width, no sideways pan):
+   the figures lay out their own panels for the width (normviz.style) */
+[data-testid="stFullScreenFrame"]:has(> [data-testid="stPlotlyChart"]) { max-width: 100%; }
 /* static tables (st.table) wrap long cells, even a long identifier, to fit their column;
    on a phone a wide table keeps readable columns and pans sideways in its own box */
 [data-testid="stTable"] :is(th, td), [data-testid="stTable"] :is(th, td) * {
@@ -57,7 +55,12 @@ BASE = """
 }
 """
 
+# presenter mode's larger sizes apply on screens wider than this (a link shared with
+# present=1 and opened on a phone reads at the normal sizes)
+PRESENTER_MIN_WIDTH = 641  # px
+
 PRESENTER = f"""
+@media (min-width: {PRESENTER_MIN_WIDTH}px) {{
 html {{ font-size: {16 * PRESENTER_TEXT:g}px !important; }}
 [data-testid="stMainBlockContainer"] {{ padding-top: 2.25rem; padding-bottom: 2rem; }}
 /* the top bar (sidebar button, menu) floats over the page instead of pushing it down */
@@ -65,9 +68,12 @@ html {{ font-size: {16 * PRESENTER_TEXT:g}px !important; }}
 [data-testid="stHeader"] button, [data-testid="stHeader"] a,
 [data-testid="stHeader"] [data-testid="stToolbar"] {{ pointer-events: auto; }}
 [data-testid="stMainBlockContainer"] h1 {{ padding-top: 0.25rem; }}
-/* canvas tables do not follow the root font size: zoom them, inside their column */
-[data-testid="stDataFrame"], [data-testid="stDataFrameResizable"] {{
-  zoom: {PRESENTER_TEXT:g}; max-width: calc(100% / {PRESENTER_TEXT:g});
+/* canvas tables do not follow the root font size: zoom them, inside their column (the
+   zoomed box is held to the column's width / zoom; the grid lays itself out in it) */
+[data-testid="stElementContainer"]:has(> [data-testid="stDataFrame"]) {{
+  zoom: {PRESENTER_TEXT:g}; width: calc(100% / {PRESENTER_TEXT:g}) !important;
+}}
+[data-testid="stDataFrame"], [data-testid="stDataFrameResizable"] {{ max-width: 100%; }}
 }}
 """
 

@@ -180,7 +180,8 @@ def make_methods_figure(
     )
     lay = LAYOUTS[layout]
     sizes = ", ".join(f"{a}={n}" for a, n in zip(lay.axes, shape, strict=True))
-    caption = f"{lay.key} {sizes}; each block: {lay.sample} across, {lay.channel} in depth, "
+    # two lines: one runs off a phone's column
+    caption = f"{lay.key} {sizes};<br>each block: {lay.sample} across, {lay.channel} in depth, "
     caption += "·".join(a for a in lay.axes if a not in (lay.sample, lay.channel)) + " up"
     if win.capped:
         caption += " (first cells only)"
@@ -195,7 +196,8 @@ def make_methods_figure(
         font={"color": style.BEFORE, "size": style.font_size(presenter) - 2},
     )
     style.apply(fig, presenter, height=height)
-    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": 40})
+    size = style.font_size(presenter) - 2
+    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": round(2.6 * size) + 16})
     return fig.figure()
 
 

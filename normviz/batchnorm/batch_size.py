@@ -115,11 +115,11 @@ def figure(sweep: GapSweep, presenter: bool = False) -> go.Figure:
     for col, top in zip((1, 2), tops, strict=True):
         line = marker_line(current_b, 0.0, float(top), f"your batch size: {current_b}", col == 1)
         fig.add_trace(line, 1, col)
-        fig.update_xaxes(type="log", title="batch size", row=1, col=col)
+        fig.update_xaxes(style.log_axis(b), title="batch size", row=1, col=col)
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(
         title="Small batches: training and evaluation disagree",
-        legend={"orientation": "h", "y": -0.3},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=440).figure()
 

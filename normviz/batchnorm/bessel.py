@@ -126,11 +126,11 @@ def figure(res: BesselResult, presenter: bool = False) -> go.Figure:
     fig.add_trace(series(n, res.unbiased, label, RUNNING, "diamond"))
     if current_n is not None and current_n >= 2:
         fig.add_trace(marker_line(current_n, 0.0, 1.15, f"your batch: n = {current_n}"))
-    fig.update_xaxes(type="log", title="n = values per channel in one batch")
+    fig.update_xaxes(style.log_axis(n), title="n = values per channel in one batch")
     fig.update_yaxes(title="average batch variance / true σ²", range=[0.0, 1.15])
     fig.update_layout(
         title=f"Variance estimates, averaged over {res.repeats:,} batches per n",
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=460).figure()
 

@@ -120,7 +120,7 @@ def figure(res: Leak, presenter: bool = False) -> go.Figure:
     fig.update_layout(
         title="Change the last token: which positions' outputs move?",
         barmode="group",
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=420).figure()
 

@@ -201,7 +201,7 @@ def figure(res: CheckpointResult, presenter: bool = False) -> go.Figure:
     fig.update_layout(
         barmode="group",
         title="Held-out data through the reloaded layers (evaluation mode)",
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=440).figure()
 

@@ -174,9 +174,7 @@ def figure(res: EvalMode, presenter: bool = False) -> go.Figure:
         )
     fig.update_xaxes(title="batch (the same sample, other batch-mates)", dtick=1)
     fig.update_yaxes(title="the sample's first value in channel 0")
-    fig.update_layout(
-        title="Same input, different batches", legend={"orientation": "h", "y": -0.25}
-    )
+    fig.update_layout(title="Same input, different batches", legend=style.LEGEND_BELOW)
     return style.apply(fig, presenter, height=420).figure()
 
 

@@ -147,7 +147,7 @@ def figure(res: DeepGradients, presenter: bool = False) -> go.Figure:
         fig.update_xaxes(title="layer (1 = nearest the input)", row=1, col=col)
     fig.update_layout(
         title=f"{res.depth} Linear → ReLU layers at initialization, {INITS[res.init]}",
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     style.apply(fig, presenter, height=440)
     fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})

@@ -246,7 +246,7 @@ def _bars(r: BatchSizeRuns, series: Sequence[Series], title: str, presenter: boo
     fig.add_hline(y=1.0 / CLASSES, line={"color": TRUTH, "dash": "dash", "width": 2})
     fig.add_hline_note(1.0 / CLASSES, "chance", "bottom right")
     fig.update_yaxes(title="test accuracy (mean over seeds)", range=[0, 1.15], tickformat=".0%")
-    fig.update_layout(barmode="group", title=title, legend={"orientation": "h", "y": -0.2})
+    fig.update_layout(barmode="group", title=title, legend=style.LEGEND_BELOW)
     return style.apply(fig, presenter, height=480).figure()
 
 

@@ -176,9 +176,7 @@ def figure(res: OrderResult, presenter: bool = False) -> go.Figure:
         )
         fig.add_trace(level(S, res.true_mean[channel], "training set mean", i == 0), row, 1)
     fig.update_xaxes(title="training step (batch)", row=len(res.orders), col=1)
-    fig.update_layout(
-        title="Sorted data: every batch is one cluster", legend={"orientation": "h", "y": -0.15}
-    )
+    fig.update_layout(title="Sorted data: every batch is one cluster", legend=style.LEGEND_BELOW)
     return style.apply(fig, presenter, height=560).figure()
 
 

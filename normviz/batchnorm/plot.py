@@ -122,7 +122,7 @@ def make_spread_figure(
     fig.add_hline(y=0, line={"color": TRUTH, "dash": "dash", "width": 2})
     fig.update_xaxes(title="channel", tickmode="linear", dtick=max(1, C // 16))
     fig.update_yaxes(title="batch mean − true mean (in σ)")
-    fig.update_layout(title=title, legend={"orientation": "h", "y": -0.25})
+    fig.update_layout(title=title, legend=style.LEGEND_BELOW)
     return style.apply(fig, presenter, height=420).figure()
 
 

@@ -155,11 +155,12 @@ def figure(res: RealNet, presenter: bool = False) -> go.Figure:
         )  # fmt: skip
         fig.update_xaxes(title="stored running statistic", row=1, col=col)
         fig.update_yaxes(title="statistic of the eight images", row=1, col=col)
-    fig.update_xaxes(type="log", row=1, col=2)
-    fig.update_yaxes(type="log", row=1, col=2)
+    var_axis = style.log_axis(res.stored_var, res.image_var)
+    fig.update_xaxes(var_axis, row=1, col=2)
+    fig.update_yaxes(var_axis, row=1, col=2)
     fig.update_layout(
         title=f"Layer {res.index} ({res.layer}): {ef.layer_label(res.layer)}",
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=440).figure()
 
@@ -332,7 +333,7 @@ def shifted_figure(res: Shifted, presenter: bool = False) -> go.Figure:
     fig.update_yaxes(range=[0, N_IMAGES + 1.5], dtick=2, row=1, col=2)
     fig.update_layout(
         title=f"Shifted images ({_what(res)}) through EfficientNet-Lite0",
-        legend={"orientation": "h", "y": -0.3},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=460).figure()
 

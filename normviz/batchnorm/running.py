@@ -174,7 +174,7 @@ def figure(trace: RunningTrace, presenter: bool = False) -> go.Figure:
     title = "Running statistics follow the batches"
     if trace.step > 0:
         title = f"Running statistics after batch {k} of {S}"
-    fig.update_layout(title=title, legend={"orientation": "h", "y": -0.15})
+    fig.update_layout(title=title, legend=style.LEGEND_BELOW)
     return style.apply(fig, presenter, height=560).figure()
 
 

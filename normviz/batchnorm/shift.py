@@ -151,7 +151,7 @@ def figure(res: ShiftResult, presenter: bool = False) -> go.Figure:
         fig.update_xaxes(title="shift of the evaluation data (in σ)", row=1, col=col)
     fig.update_yaxes(rangemode="tozero", row=1, col=2)
     fig.update_layout(
-        title="Shifted evaluation data through each method", legend={"orientation": "h", "y": -0.3}
+        title="Shifted evaluation data through each method", legend=style.LEGEND_BELOW
     )
     return style.apply(fig, presenter, height=440).figure()
 

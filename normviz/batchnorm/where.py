@@ -143,7 +143,7 @@ def figure(res: Orders, presenter: bool = False) -> go.Figure:
     fig.add_vline(x=0, line={"color": style.SELECTED, "dash": "dash", "width": 2})
     fig.update_xaxes(title="value entering the ReLU (left of the dashed line → 0)")
     fig.update_yaxes(title="share of values")
-    fig.update_layout(title="What the ReLU receives", legend={"orientation": "h", "y": -0.25})
+    fig.update_layout(title="What the ReLU receives", legend=style.LEGEND_BELOW)
     return style.apply(fig, presenter, height=420).figure()
 
 

@@ -118,12 +118,13 @@ def make_methods_figure(comp: MethodsComparison, presenter: bool = False) -> go.
         if shared is not None and key in comp.outputs
     }
     fig.update_layout(
-        title="The same input under each method (outputs share one x-range)",
+        title="The same input under each method<br>(outputs share one x-range)",
         showlegend=False,
         bargap=0,
         **ranges,
     )
-    return style.apply(fig, presenter, height=300 * rows + 60).figure()
+    style.apply(fig, presenter, height=300 * rows + 90)
+    return style.top_room(fig, presenter, below=1).figure()
 
 
 def _wrap(text: str, width: int, max_lines: int = 5) -> str:

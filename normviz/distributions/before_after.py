@@ -160,7 +160,8 @@ def make_before_after_figure(
     fig = Spec.grid(
         1,
         2,
-        (f"before: {moments_text(before)}", f"{after_label}: {moments_text(after)}"),
+        # name and moments on two lines: side by side in one line they meet on a phone
+        (f"before<br>{moments_text(before)}", f"{after_label}<br>{moments_text(after)}"),
         horizontal_spacing=0.08,
     )
     fig.add_trace(bars(before, style.BEFORE, "before"), 1, 1)
@@ -172,7 +173,8 @@ def make_before_after_figure(
     )
     fig.update_yaxes(title="values", row=1, col=1)
     fig.update_xaxes(title="value")
-    return style.apply(fig, presenter, height=380).figure()
+    style.apply(fig, presenter, height=400)
+    return style.top_room(fig, presenter, below=2).figure()
 
 
 def figure(res: BeforeAfter, presenter: bool) -> go.Figure:

@@ -144,17 +144,21 @@ def make_eps_figure(sweep: EpsSweep, current_eps: float, presenter: bool = False
         font={"color": style.HIGHLIGHT if sweep.zero_groups else style.BEFORE},
     )
     moment = "variance" if METHODS[sweep.method].centred else "mean square"
-    fig.update_xaxes(type="log", title="ε (log scale)", exponentformat="power")
-    fig.update_yaxes(title=f"{moment} after", range=[-0.05, 1.1])
-    fig.update_layout(title=f"{label}: ε shrinks the groups with small spread")
-    return style.apply(fig, presenter, height=380).figure()
+    fig.update_xaxes(style.log_axis(eps), title="ε (log scale)")
+    # 0 sits clear of the bottom edge, so its label stays off the x axis's first label
+    fig.update_yaxes(title=f"{moment} after", range=[-0.12, 1.1])
+    # two short lines: one ran past a phone's column
+    fig.update_layout(title=f"{label}: ε shrinks<br>the groups with small spread")
+    style.apply(fig, presenter, height=400)
+    return style.top_room(fig, presenter).figure()
 
 
 def _zero_note(sweep: EpsSweep) -> str:
     pos = sweep.eps > 0
     nan0 = int(sweep.nan_values[~pos].sum()) if (~pos).any() else 0
     if sweep.zero_groups:
-        return f"ε = 0: {sweep.zero_groups:,} constant group(s) give 0/0, {nan0:,} NaN values"
+        # two lines: one ran past a phone's column
+        return f"ε = 0: {sweep.zero_groups:,} constant group(s) give 0/0,<br>{nan0:,} NaN values"
     return "ε = 0: no constant group here, so no NaN"
 
 

@@ -118,7 +118,7 @@ def figure(res: FeatureDims, presenter: bool) -> go.Figure:
         title="Each channel's RMS, before and after",
         xaxis={"title": {"text": "channel (feature dimension)"}},
         yaxis={"title": "RMS (log scale)", "type": "log"},
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=380).figure()
 

@@ -207,14 +207,15 @@ def make_cosine_figure(cmp: CosineComparison, presenter: bool = False) -> go.Fig
         fig.add_trace(bars(hists[key], colour, name, 0.7, hatch))  # hatched: not colour alone
     what = _vector_word(cmp)
     fig.update_layout(
-        title=f"Cosine similarity of each {what}'s vector before and after",
+        title=f"Cosine similarity of each {what}'s vector<br>before and after",
         barmode="overlay",
         bargap=0,
-        legend={"orientation": "h", "y": -0.25},
+        legend=style.LEGEND_BELOW,
     )
     fig.update_xaxes(title="cos(x, y): 1 = same direction")
     fig.update_yaxes(title=f"{what}s")
-    return style.apply(fig, presenter, height=360).figure()
+    style.apply(fig, presenter, height=380)
+    return style.top_room(fig, presenter).figure()
 
 
 def _vector_word(cmp: CosineComparison) -> str:

@@ -206,7 +206,12 @@ def make_grid_figure(
     n_rows, n_cols = case.shape[0] * case.shape[1], math.prod(case.shape[2:])
     row_text = [_axis_text(lay.axes[:2], divmod(r, case.shape[1])) for r in range(n_rows)]
     col_axes = lay.axes[2:]
-    col_text = [_axis_text(col_axes, np.unravel_index(c, case.shape[2:])) for c in range(n_cols)]
+    # column labels stacked ("H0" over "W1") and level: slanted labels of neighbouring
+    # columns overlap each other's boxes
+    col_text = [
+        _axis_text(col_axes, np.unravel_index(c, case.shape[2:])).replace(" ", "<br>")
+        for c in range(n_cols)
+    ]
     fig.update_layout(
         xaxis={
             "title": {"text": "·".join(col_axes)},
@@ -214,6 +219,7 @@ def make_grid_figure(
             "tickvals": list(range(n_cols)),
             "ticktext": col_text,
             "side": "top",
+            "tickangle": 0,
             "showgrid": False,
             "zeroline": False,
             "fixedrange": True,

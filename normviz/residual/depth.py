@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
+from normviz import style
 from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.residual.curves import finish_panels, median_traces
@@ -203,8 +204,10 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         for i, p in enumerate(profile.placements):
             for trace in median_traces(xs, data[i], p, "block", legend=col == 1):
                 fig.add_trace(trace, row=1, col=col)
-        fig.update_yaxes({"type": "log", "exponentformat": "power"}, row=1, col=col)
-        fig.update_xaxes({"title": {"text": "block l (0 = input)"}}, row=1, col=col)
+        fig.update_yaxes(style.log_axis(data), row=1, col=col)
+    # one x title, under the middle panel: a copy under each ran into the next on a phone
+    middle = (len(PANELS) + 1) // 2
+    fig.update_xaxes({"title": {"text": "block l (0 = input)"}}, row=1, col=middle)
     cfg = profile.config
     title = (
         f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}:<br>"

@@ -189,14 +189,12 @@ def make_loss_figure(run: TrainRun, presenter: bool = False) -> go.Figure:
                     showlegend=False,
                 )
             )
-    fig.update_yaxes(
-        {"type": "log", "exponentformat": "power", "title": {"text": "training loss (MSE)"}}
-    )
+    fig.update_yaxes(style.log_axis(run.losses) | {"title": {"text": "training loss (MSE)"}})
     fig.update_xaxes({"title": {"text": "Adam step"}})
     cfg = run.config
     fig.update_layout(
         title={"text": f"Training {cfg.depth} blocks at learning rate {run.lr:g}"},
-        legend={"orientation": "h", "y": -0.2, "x": 0},
+        legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=420).figure()
 

@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 import torch
 
-from normviz import sources
+from normviz import sources, style
 from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.residual.curves import finish_panels, median_traces
@@ -160,7 +160,7 @@ def figure(res: OutputGradients, presenter: bool = False) -> go.Figure:
     # one x title, under the middle panel: three copies of it would not fit side by side
     middle = (len(res.depths) + 1) // 2
     fig.update_xaxes({"title": {"text": "block l (L = nearest the output)"}}, row=1, col=middle)
-    fig.update_yaxes({"type": "log", "exponentformat": "power"})
+    fig.update_yaxes(style.log_axis(*res.norms))
     fig.update_yaxes({"title": {"text": "‖gradient of block l's parameters‖"}}, row=1, col=1)
     cfg = res.config
     title = (

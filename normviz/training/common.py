@@ -101,6 +101,7 @@ def add_line(
 
 
 def finish(fig: Spec, title: str, presenter: bool, height: int = 440) -> go.Figure:
-    # below the x-axis title, which sits at about y = −0.15
-    fig.update_layout(title=title, legend={"orientation": "h", "yanchor": "top", "y": -0.25})
-    return style.apply(fig, presenter, height=round(height * (1.25 if presenter else 1))).figure()
+    # the legend under the x-axis title; the top margin holds every line of the title
+    fig.update_layout(title=title, legend=style.LEGEND_BELOW)
+    style.apply(fig, presenter, height=round(height * (1.25 if presenter else 1)))
+    return (style.top_room(fig, presenter) if "<br>" in title else fig).figure()

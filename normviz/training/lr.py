@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from normviz import style
 from normviz.errors import Refusal
 from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
@@ -117,9 +118,9 @@ def figure(res: LrResult, presenter: bool) -> go.Figure:
         )
     fig.add_hline(100 * TRAINS_AT, line={"dash": "dot", "color": "#444"})
     fig.add_hline_note(100 * TRAINS_AT, "trains")
-    fig.update_xaxes(type="log", title="learning rate (SGD, momentum 0.9)")
+    fig.update_xaxes(style.log_axis(res.lrs), title="learning rate (SGD, momentum 0.9)")
     fig.update_yaxes(title="validation accuracy (%)", range=[0, 100])
-    return common.finish(fig, "Validation accuracy after training, by learning rate", presenter)
+    return common.finish(fig, "Validation accuracy after training,<br>by learning rate", presenter)
 
 
 def table(res: LrResult) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import torch
 
+from normviz import style
 from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.sections import Progress, Section
@@ -125,7 +126,8 @@ def figure(res: SmoothResult, presenter: bool) -> go.Figure:
             symbol_=common.symbol(n),
         )
     fig.update_xaxes(title="training step")
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(style.log_axis(res.loss_range), row=1, col=1)
+    fig.update_yaxes(style.log_axis(res.grad_change), row=1, col=2)
     return common.finish(fig, f"Along the gradient, learning rate {res.lr:g}", presenter)
 
 
