@@ -17,6 +17,11 @@ cProfile of the page's run (which calls are slow). Run:
 
     python -m benchmarks.page_times [--repeat 3] [--no-browser] [--pages axes,home]
     python -m benchmarks.page_times --sweep     # every cap shape x every method, script only
+    python -m benchmarks.page_times --data smollm2 --no-browser  # a real data source
+
+With --data, the setting is that source at its defaults on the pages that take one; the
+model's first load (gated and queued like other heavy work) is timed and printed on its
+own before the table, so "cold" is a page's first run once the model is in memory.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from benchmarks.common import (
     url_path,
 )
 from normviz import STANDARD_METHODS
+from ui.pages import controls
 from ui.params import max_elements
 
 DEFAULT_TARGET = 0.5  # s, rerun at default settings ("well under": flag from half of it)
@@ -63,8 +69,11 @@ class Setting:
     at_cap: bool
 
 
-def settings(sweep: bool = False) -> list[Setting]:
-    """Defaults, then shapes at the cap (balanced per layout; every profile with --sweep)."""
+def settings(sweep: bool = False, data: str = "") -> list[Setting]:
+    """Defaults, then shapes at the cap (balanced per layout; every profile with --sweep);
+    with `data`, that real source at its defaults only."""
+    if data:
+        return [Setting(f"data={data}", {"data": data}, DEFAULT_TARGET, False)]
     out = [Setting("default", {}, DEFAULT_TARGET, False)]
     methods = STANDARD_METHODS if sweep else ("batch",)
     for layout in ("BTC", "NCHW"):
@@ -208,15 +217,25 @@ def main() -> None:
     ap.add_argument("--no-browser", action="store_true")
     ap.add_argument("--sweep", action="store_true", help="every cap shape x method")
     ap.add_argument("--no-profile", action="store_true")
+    ap.add_argument("--data", default="", help="a real data source, e.g. smollm2 or minilm")
     args = ap.parse_args()
     pages = [p for p in page_ids() if not args.pages or p in args.pages.split(",")]
-    sets = settings(args.sweep)
+    if args.data:
+        pages = [p for p in pages if "data" in controls(url_path(p))]
+    sets = settings(args.sweep, args.data)
     print(
         f"cap {max_elements():,} elements; {os.cpu_count()} cores; "
         f"load average {os.getloadavg()[0]:.1f}; best of {args.repeat}"
     )
     # warm the imports once so the first page does not pay for torch/plotly imports
     app_test(page_ids()[0]).run()
+    if args.data:  # the model's first load, alone: later runs find it in memory
+        c0, t0 = time.process_time(), time.perf_counter()
+        app_test(pages[0], {"data": args.data}).run(timeout=600)
+        print(
+            f"first load of data={args.data} on /{pages[0]}: "
+            f"{time.perf_counter() - t0:.1f} s wall, {time.process_time() - c0:.1f} CPU-s"
+        )
 
     rows = []
     for page in pages:
