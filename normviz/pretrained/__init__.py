@@ -107,6 +107,16 @@ def _lazy(module: str, name: str) -> Callable[..., Any]:
 # ---- MiniLM ------------------------------------------------------------------------------
 
 
+def _cut_note(T: int, cropped: bool) -> str:
+    """How the sentences became one (B, T, C) tensor: cut to the shortest, or all T long."""
+    if cropped:
+        return (
+            f", each sentence cut to its first {T} tokens (the shortest sentence's length, "
+            "so no padding enters a statistic)"
+        )
+    return f", {T} tokens each"
+
+
 def _minilm(inp: RealInput, images: np.ndarray | None) -> RealTensor:
     from normviz.pretrained import minilm
 
@@ -117,12 +127,7 @@ def _minilm(inp: RealInput, images: np.ndarray | None) -> RealTensor:
         raise NormConfigError(str(e)) from e
     B = len(sentences)
     where = minilm.layer_label(info.layer)
-    cut = (
-        f", each sentence cut to its first {info.T} tokens (the shortest sentence's length, "
-        "so no padding enters a statistic)"
-        if info.cropped
-        else f", {info.T} tokens each"
-    )
+    cut = _cut_note(info.T, info.cropped)
     text = (
         f"MiniLM (all-MiniLM-L6-v2), {where}: the hidden states entering this LayerNorm "
         f"(residual + sublayer, before normalization) for {B} sentence{'s' * (B != 1)}{cut}. "
@@ -168,12 +173,7 @@ def _smollm2(inp: RealInput, images: np.ndarray | None) -> RealTensor:
         raise NormConfigError(str(e)) from e
     B, flat = len(sentences), [t for row in info.tokens for t in row]
     bias = "" if f"{layer}.bias" in smollm2.tensor_types() else ", no bias added"
-    cut = (
-        f", each sentence cut to its first {info.T} tokens (the shortest sentence's length, "
-        "so no padding enters a statistic)"
-        if info.cropped
-        else f", {info.T} tokens each"
-    )
+    cut = _cut_note(info.T, info.cropped)
     text = (
         f"SmolLM2-135M-Instruct, {smollm2.layer_label(layer)} (module {layer}): the residual "
         f"stream entering this RMSNorm (before normalization) for {B} "

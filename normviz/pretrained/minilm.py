@@ -16,7 +16,6 @@ token count. No padding position enters a statistic.
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from normviz.pretrained.loading import once
 from normviz.threads import one_thread
 
 EPS = 1e-12  # the model's layer_norm_eps
@@ -71,19 +71,7 @@ def model_dir() -> Path:
 
 
 _LOADING = threading.Lock()  # two sessions asking at once load the model once
-
-
-def _once(fn: Any) -> Any:
-    """`fn` cached for the process, its first call made by one thread at a time."""
-    cached = functools.cache(fn)
-
-    @functools.wraps(fn)
-    def wrapper() -> Any:
-        with _LOADING:
-            return cached()
-
-    wrapper.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
-    return wrapper
+_once = once(_LOADING)
 
 
 @_once

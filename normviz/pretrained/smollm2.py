@@ -22,7 +22,6 @@ to the shortest sentence's token count: no padding position enters a statistic.
 from __future__ import annotations
 
 import contextvars
-import functools
 import importlib.util
 import re
 import threading
@@ -36,6 +35,7 @@ import torch
 
 from normviz.errors import NormConfigError
 from normviz.gate import Gate
+from normviz.pretrained.loading import once
 from normviz.pretrained.smollm2_net import BLOCKS, NORMS, Config, SmolLM2, Taps
 from normviz.threads import one_thread
 
@@ -85,20 +85,7 @@ def gguf_path() -> Path:
 
 
 _LOADING = threading.RLock()  # two sessions asking at once read the file once
-
-
-def _once(fn: Any) -> Any:
-    """`fn` cached for the process, its first call made by one thread at a time."""
-    cached = functools.cache(fn)
-
-    @functools.wraps(fn)
-    def wrapper() -> Any:
-        with _LOADING:
-            return cached()
-
-    wrapper.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
-    wrapper.cache_info = cached.cache_info  # type: ignore[attr-defined]
-    return wrapper
+_once = once(_LOADING)
 
 
 def reader() -> Any:
