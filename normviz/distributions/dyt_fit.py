@@ -96,8 +96,8 @@ class DytFit:
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> DytFit:
     if not applies(setup.source):
         return DytFit()
-    from normviz.pretrained import minilm, smollm2
-    from normviz.pretrained.smollm2_net import NORMS, Taps
+    from normviz.pretrained import minilm, smollm2, smollm2_massive
+    from normviz.pretrained.smollm2_net import NORMS
 
     src = setup.source
     texts = [t for t in minilm.split_text(src.text) if t.strip()]  # type: ignore[union-attr]
@@ -105,13 +105,8 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> DytFit:
     if not texts:
         raise NormConfigError("no sentence to run: type at least one")
     smollm2.load(progress)
-    with smollm2.GATE.enter(progress):
-        ids = smollm2.encode(texts)
-        taps = Taps(catch=NORMS, logits=False)
-        smollm2.run(ids, taps)
-    real = torch.zeros(len(ids), max(map(len, ids)), dtype=torch.bool)
-    for b, row in enumerate(ids):
-        real[b, : len(row)] = True  # the padding never enters
+    ids, taps = smollm2_massive.catch_norms(texts, progress)
+    real = smollm2_massive.own_tokens(ids)  # the padding never enters
     r2, rest, count, page = [], [], [], {}
     for i, name in enumerate(NORMS):
         progress(i / len(NORMS), f"Fitting s·tanh(α·x) to {name}")

@@ -62,6 +62,24 @@ def _check(texts: Sequence[str], progress: Progress, layer: str | None = None) -
     return texts
 
 
+def catch_norms(texts: list[str], progress: Progress = None) -> tuple[list[list[int]], Taps]:
+    """One gated pass over `texts` catching the inputs of all 61 norms: (token ids, taps)."""
+    with smollm2.GATE.enter(progress):
+        ids = smollm2.encode(texts)
+        taps = Taps(catch=NORMS, logits=False)
+        smollm2.run(ids, taps)
+    return ids, taps
+
+
+def own_tokens(ids: list[list[int]], skip_first: bool = False) -> torch.Tensor:
+    """(B, T) mask of each sentence's own tokens (its padding never enters a statistic);
+    `skip_first` leaves out each sentence's first token too."""
+    real = torch.zeros(len(ids), max(map(len, ids)), dtype=torch.bool)
+    for b, row in enumerate(ids):
+        real[b, int(skip_first) : len(row)] = True
+    return real
+
+
 def peaks(texts: Sequence[str], progress: Progress = None) -> tuple[Peaks, ...]:
     """Each sentence's `Peaks`, from one pass catching the inputs of all 61 norms.
 
@@ -70,10 +88,7 @@ def peaks(texts: Sequence[str], progress: Progress = None) -> tuple[Peaks, ...]:
         ValueError: no sentence.
     """
     texts = _check(texts, progress)
-    with smollm2.GATE.enter(progress):
-        ids = smollm2.encode(texts)
-        taps = Taps(catch=NORMS, logits=False)
-        smollm2.run(ids, taps)
+    ids, taps = catch_norms(texts, progress)
     return _peaks(texts, ids, taps)
 
 
@@ -121,13 +136,8 @@ def depth(texts: Sequence[str], progress: Progress = None, skip_first: bool = Fa
         ValueError: no sentence.
     """
     texts = _check(texts, progress)
-    with smollm2.GATE.enter(progress):
-        ids = smollm2.encode(texts)
-        taps = Taps(catch=NORMS, logits=False)
-        smollm2.run(ids, taps)
-    real = torch.zeros(len(ids), max(map(len, ids)), dtype=torch.bool)
-    for b, row in enumerate(ids):
-        real[b, int(skip_first) : len(row)] = True  # the padding never enters
+    ids, taps = catch_norms(texts, progress)
+    real = own_tokens(ids, skip_first)
     if not real.any():
         raise ValueError("no token left once the first token of each sentence is dropped")
     x = torch.stack([taps.caught[n][0][real] for n in NORMS]).double()  # (L, tokens, C)
