@@ -35,9 +35,11 @@ around: list[Callable[[], AbstractContextManager[object]]] = []
 class Gate:
     """At most `slots` computations at once in this process; the rest wait their turn."""
 
-    def __init__(self, name: str, slots: int, heavy: bool = True) -> None:
-        """`heavy`: a gate for heavy computations (runs `around` and `on_idle`)."""
+    def __init__(self, name: str, slots: int, heavy: bool = True, one: str = "") -> None:
+        """`name` the computations in the plural, `one` a single one (needed when
+        `slots` is 1); `heavy`: a gate for heavy computations (runs `around` and `on_idle`)."""
         self.name = name
+        self.one = one or name
         self.slots = slots
         self.heavy = heavy
         self._lock = threading.Lock()
@@ -146,6 +148,7 @@ class Gate:
     def queued_text(self, ahead: int) -> str:
         others = f"; {ahead} more ahead of yours" if ahead else ""
         return (
-            f"Queued: {self.slots} {self.name} already running on this server{others}. "
+            f"Queued: {self.slots} {self.name if self.slots > 1 else self.one} already "
+            f"running on this server{others}. "
             "Yours starts when one finishes."
         )

@@ -101,7 +101,7 @@ def test_the_training_lab_queues_its_runs() -> None:
     inside.wait(30)
     second = train(grid, lambda f, text: said.append(text))[0].val_acc
     t.join()
-    assert any(s.startswith("Queued: 1 training-lab runs already running") for s in said)
+    assert any(s.startswith("Queued: 1 training-lab run already running") for s in said)
     np.testing.assert_array_equal(second, alone)
     np.testing.assert_array_equal(out[0], alone)
 
@@ -241,3 +241,15 @@ def test_a_page_run_waits_for_its_turn_in_the_process() -> None:
         h.join(60)
     runner.join(600)
     assert done == [True] and RUNS.waiting == 0 and RUNS._inside == 0
+
+
+def test_a_one_slot_gate_names_its_one_computation_in_the_singular() -> None:
+    """"Queued: 1 training runs" was the message; every one-slot gate has a singular."""
+    import normviz.pretrained.smollm2 as smollm2
+    import normviz.residual.training as residual_training
+    import normviz.training.train as lab
+
+    for gate in (lab.GATE, residual_training.GATE, smollm2.GATE):
+        assert gate.slots == 1 and gate.one != gate.name
+        assert gate.queued_text(0).startswith(f"Queued: 1 {gate.one} already running")
+    assert Gate("file reads", 2).queued_text(3).startswith("Queued: 2 file reads already")

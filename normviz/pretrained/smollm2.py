@@ -51,7 +51,7 @@ DEFAULT_TEXT = (
 )
 
 DEFAULT_LAYER = "blk.12.attn_norm"  # where the massive activation shows (tests)
-GATE = Gate("SmolLM2 passes", slots=1)  # one forward at a time in this process
+GATE = Gate("SmolLM2 passes", slots=1, one="SmolLM2 pass")  # one forward at a time in this process
 Progress = Callable[[float, str], None] | None
 
 

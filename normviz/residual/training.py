@@ -47,7 +47,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("lr", 1e-2, choices=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), label="Learning rate"),
     Knob("tr_steps", 80, lo=10, hi=100, label="Adam steps", step=10),
 )
-GATE = Gate("training runs", slots=1)
+GATE = Gate("training runs", slots=1, one="training run")
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,7 @@ def evaluate(wide: Wide, x: torch.Tensor, y: torch.Tensor, batch: int = 0):
 # One training-lab run at a time in a process: a class opening the lab at the same
 # moment queues (each told so in its progress bar) instead of sharing the cores, where
 # every student would wait for the sum of all runs.
-GATE = Gate("training-lab runs", slots=1)
+GATE = Gate("training-lab runs", slots=1, one="training-lab run")
 
 
 @single_threaded
