@@ -16,8 +16,9 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import keys
 import pytest
-from conftest import assert_clean, knob_value
+from conftest import assert_clean
 from hypothesis import HealthCheck, Phase, given, note, settings
 from hypothesis import strategies as st
 from streamlit.proto.WidgetStates_pb2 import WidgetState
@@ -226,7 +227,7 @@ def test_the_oracle_agrees_on_plain_cases() -> None:
     warned = _warnings(at)
     assert "`B=" not in warned  # B is not an axis of NCHW: not read
     assert "`eps=" in warned and "`seed=" not in warned and "`H=" not in warned
-    assert knob_value(at, "H") == 9  # no widget on the home page: the link's value
+    assert keys.setting(at, "H") == 9  # no widget on the home page: the link's value
     # a real source's layout decides which sizes are read (the fuzz once drew this case)
     at = app_test("axes", {"data": "efficientnet", "layout": "BTC", "B": "-5", "N": "NaN"})
     at.run()
