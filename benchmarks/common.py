@@ -133,10 +133,21 @@ def share_components(at: AppTest) -> AppTest:
     """Make `at` start like a session of a running server: no per-session setup.
 
     A new AppTest scans every installed package for Streamlit components on its
-    first run (about 0.35 CPU-s here), and every AppTest run compiles app.py and
-    the page anew (0.05 to 0.2 s for a long page). A server scans once at start
-    and compiles each script once. Without this, every run we time or test would
-    pay for both. One registry and one script cache serve the whole process.
+    first run (about 0.35 CPU-s here), and every AppTest run compiles the entry
+    script and the page anew (0.05 to 0.2 s for a long page). A server scans once at
+    start and compiles each script once. Without this, every run we time or test
+    would pay for both. One registry and one script cache serve the whole process.
+
+    The one documented shim of Streamlit internals (docs/architecture.md, "The
+    AppTest shim"), in test and benchmark code only, never in the app: Streamlit
+    1.67's AppTest has no supported way to share either. `AppTest(...)`,
+    `from_file`, `from_string` and `from_function` take only the script, a timeout
+    and args; `AppTest._run` builds a `ScriptCache()` for its pages manager and
+    `LocalScriptRunner` another for its runner, by module-level names, on every run,
+    and no config option changes that. So the registry goes into AppTest's own slot
+    for it and both names are pointed at one cache. tests/test_apptest_shim.py
+    fails if a Streamlit upgrade makes this stop working (a script compiled again
+    by a second AppTest, or the packages scanned again).
     """
     at._bidi_component_manager = _components()  # AppTest's own cache slot for it
     # AppTest builds a ScriptCache() per run, by these module-level names

@@ -1,9 +1,9 @@
 """Knobs: the settings a section exposes, declared as plain values.
 
 A knob is what a widget sets and a shared link carries: a name (also the URL
-parameter and the widget key), a default, and either a numeric range or a set of
-choices. How a query string is parsed into knob values is the UI's business
-(`ui/params.py`); this module only declares.
+parameter; its widget key is page-scoped, `page:name`), a default, and either a
+numeric range or a set of choices. How a query string is parsed into knob values
+is the UI's business (`ui/params.py`); this module only declares.
 """
 
 from __future__ import annotations

@@ -25,20 +25,21 @@ def _on_flat_click(layout: str, shape: tuple[int, ...]) -> None:
     points = safe.points(st.session_state.get(FLAT_KEY))  # a crafted event: no points
     cell = axes.cell_from_point(points[0], shape) if points else None
     for k, i in zip(axes.cell_keys(layout), cell or (), strict=False):
-        st.session_state[k] = i
+        st.session_state[state.key(PAGE, k)] = i
 
 
 def _cell_inputs(setup: axes.AxesSetup) -> tuple[int, ...]:
     """One number input per axis (the keyboard way to pick a cell), clamped to the shape."""
     con = setup.contract
-    lay, keys = LAYOUTS[con.layout], axes.cell_keys(con.layout)
+    lay, names = LAYOUTS[con.layout], axes.cell_keys(con.layout)
+    keys = [state.key(PAGE, k) for k in names]  # their session keys
     cell = axes.clamp_cell(con.shape, [int(state.value(k)) for k in keys])
     cols = st.columns(len(lay.axes) + 1)
     cols[0].markdown("**Selected cell**")
-    for col, a, k, i, n in zip(cols[1:], lay.axes, keys, cell, con.shape, strict=True):
+    for col, a, name, k, i, n in zip(cols[1:], lay.axes, names, keys, cell, con.shape, strict=True):
         if state.value(k) != i:  # clamped: the shape may have shrunk
             st.session_state[k] = i
-        state.widget(col.number_input, k, f"{a} ({lay.names[a]})", PAGE, max_value=n - 1, step=1)
+        state.widget(col.number_input, name, f"{a} ({lay.names[a]})", PAGE, max_value=n - 1, step=1)
     return axes.clamp_cell(con.shape, [int(state.value(k)) for k in keys])
 
 
@@ -96,11 +97,11 @@ def axis_boxes(layout: str, ticked: tuple[str, ...]) -> None:
 s = state.settings()
 st.title(axes.TITLE)
 st.markdown(axes.INTRO)
-fresh = [k for k in axes.cell_keys(s.layout) if not state.known(k)]
+fresh = [k for k in axes.cell_keys(s.layout) if not state.known(state.key(PAGE, k))]
 values = state.page_params(PAGE)
 for key, warning in axes.linked_cell_warnings(s.layout, s.sizes, values, fresh):
     st.warning(warning, icon=":material/warning:")
-    st.session_state[key] = 0
+    st.session_state[state.key(PAGE, key)] = 0
 if runner.guard(s.contract):  # a G that does not divide C, the element cap, no axis...
     con = s.contract()
     setup = axes.AxesSetup(con, s.eps, s.data, s.seed, s.groups, real=state.real_input(s))

@@ -23,18 +23,18 @@ SNAP_KEY = "_bn_batch_snapped"  # (note, batch size) after a link's batch size w
 
 def _on_convention() -> None:
     """Switching PyTorch ↔ Keras rewrites the momentum so the running mean stays the same."""
-    new = st.session_state["convention"]
-    rule = st.session_state.get(RULE_KEY, "pytorch")
+    new = st.session_state[state.key(PAGE, "convention")]
+    rule, momentum = st.session_state.get(RULE_KEY, "pytorch"), state.key(PAGE, "momentum")
     if new in ("pytorch", "keras") and new != rule:
-        m = float(st.session_state["momentum"])
-        st.session_state["momentum"] = bn.convert_momentum(m, rule, new)
+        m = float(st.session_state[momentum])
+        st.session_state[momentum] = bn.convert_momentum(m, rule, new)
         st.session_state[RULE_KEY] = new
 
 
 def controls(s: ns.Settings) -> bn.LabSetup:
     """Batch size, steps, update rule and momentum: they change every section."""
     if RULE_KEY not in st.session_state:
-        conv = state.value("convention")
+        conv = state.value(state.key(PAGE, "convention"))
         st.session_state[RULE_KEY] = conv if conv in ("pytorch", "keras") else "pytorch"
     cols = st.columns([1, 1, 1.3, 1])
     with cols[0]:
@@ -70,9 +70,10 @@ def controls(s: ns.Settings) -> bn.LabSetup:
 
 def _batch_size() -> int:
     """Batch size on a log scale (powers of two); a link's other value snaps to the nearest."""
-    asked = int(state.value("batch_size"))
+    key = state.key(PAGE, "batch_size")
+    asked = int(state.value(key))
     if asked not in bn.BATCH_SIZES:
-        st.session_state["batch_size"] = used = bn.snap_batch(asked)
+        st.session_state[key] = used = bn.snap_batch(asked)
         st.session_state[SNAP_KEY] = (bn.snap_note(asked, used), used)
     return int(_widget(st.select_slider, "batch_size", options=list(bn.BATCH_SIZES)))
 
@@ -85,15 +86,17 @@ def _widget(fn: Any, name: str, **kw: Any) -> Any:
 
 def _channel(C: int, k: Knob) -> int:
     """Which channel a plot follows (in the URL; one past the sidebar's C: channel 0)."""
-    if int(state.value(k.name)) >= C:
-        st.session_state[k.name] = 0
+    key = state.key(PAGE, k.name)
+    if int(state.value(key)) >= C:
+        st.session_state[key] = 0
     return int(_widget(st.columns([1, 4])[0].number_input, k.name, max_value=C - 1, step=1))
 
 
 def _step(k: Knob, steps: int) -> int:
     """The batch a step-through view stops at (in the URL; 0: every batch)."""
-    if int(state.value(k.name)) > steps:  # the sidebar's steps may have shrunk
-        st.session_state[k.name] = steps
+    key = state.key(PAGE, k.name)
+    if int(state.value(key)) > steps:  # the sidebar's steps may have shrunk
+        st.session_state[key] = steps
     return int(_widget(st.columns([1, 2])[0].number_input, k.name, max_value=steps, step=1))
 
 
@@ -136,6 +139,6 @@ if runner.guard(lambda: bn.check(lab)):  # no st.stop: app.py writes the URL aft
     open_label = st.session_state.get(TAB_KEY, first)
     for section, tab in zip(bn.SECTIONS, tabs, strict=True):
         if section.label == open_label:
-            st.session_state["sim"] = section.slug
+            st.session_state[state.key(PAGE, "sim")] = section.slug
             with tab:
                 show(section, lab, state.presenter())

@@ -132,7 +132,7 @@ knobs = ui.params()
 ui.errors()
 info = ui.join(str(knobs["class"]))
 if info is not None:  # the class's exercise, also in the URL (not the solo default)
-    st.session_state["kind"] = info.kind
+    st.session_state[ui.KIND] = info.kind
 if info is None:
     kind = state.widget(
         st.radio, "kind", "Exercise", PAGE, horizontal=True, format_func=LABELS.__getitem__

@@ -33,7 +33,9 @@ def _knobs(section: Section) -> dict[str, Any]:
 def _request_training(section: Section) -> None:
     # a callback, not the button's return value: it runs once, before the script, so the
     # request survives any rerun of this run
-    st.session_state[TRAIN_KEY] = {k.name: st.session_state[k.name] for k in section.knobs}
+    st.session_state[TRAIN_KEY] = {
+        k.name: st.session_state[state.key(PAGE, k.name)] for k in section.knobs
+    }
 
 
 def _formulas(res: placement.Placements) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from keys import knob
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, HOME, app_test
@@ -140,15 +141,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # ---- real browser -------------------------------------------------------------------
 
 
-def knob_value(at: AppTest, name: str):  # type: ignore[no-untyped-def]
-    """A knob's value as the page uses it (ui.state.value): its widget's or session's,
-    else the link's (a knob whose widget this run did not draw); a list as a tuple."""
-    from ui import state
-
-    v = at.session_state[name] if name in at.session_state else at.session_state[state.LINK][name]
-    return tuple(v) if isinstance(v, list) else v
-
-
 def url_value(at: AppTest, name: str) -> str:
     """The query-string value `name` that the last run wrote."""
     v = at.query_params[name]
@@ -162,7 +154,7 @@ def assert_refused(at: AppTest, page: str, refused: dict[str, str], sent: Iterab
     warned = "\n".join(w.value for w in at.warning)
     for name, value in refused.items():
         assert f"`{name}={value}` is not valid" in warned, warned
-        assert knob_value(at, name) == params[name].default
+        assert knob(at, page, name) == params[name].default
         assert url_value(at, name) == fmt(params[name].default)
     for name in (n for n in params if n not in sent):
         assert url_value(at, name) == fmt(params[name].default)

@@ -6,11 +6,11 @@ import json
 import re
 from urllib.parse import parse_qs, urlsplit
 
+import keys
 import pytest
 from conftest import (
     assert_clean,
     assert_no_exception,
-    knob_value,
     plotly_array,
     run_app,
     screenshot,
@@ -156,8 +156,8 @@ def test_ticking_an_axis_switches_to_custom_axes() -> None:
 
 def test_selection_inputs_and_clamping() -> None:
     at = run_app("axes")
-    at.number_input(key="cell_b").set_value(3).run()
-    at.number_input(key="cell_c").set_value(7).run()
+    at.number_input(key=keys.key("axes", "cell_b")).set_value(3).run()
+    at.number_input(key=keys.key("axes", "cell_c")).set_value(7).run()
     assert_clean(at)
     assert "B=3, T=0, C=7" in texts(at)
     assert [_url(at, k) for k in ("cell_b", "cell_t", "cell_c")] == ["3", "0", "7"]
@@ -168,8 +168,8 @@ def test_selection_inputs_and_clamping() -> None:
     at.sidebar.number_input(key="B").set_value(2).run()
     at.sidebar.number_input(key="C").set_value(4).run()
     assert_clean(at)
-    assert at.number_input(key="cell_b").value == 1
-    assert at.number_input(key="cell_c").value == 3
+    assert at.number_input(key=keys.key("axes", "cell_b")).value == 1
+    assert at.number_input(key=keys.key("axes", "cell_c")).value == 3
     assert "B=1, T=0, C=3" in texts(at)
     assert [_url(at, k) for k in ("cell_b", "cell_c")] == ["1", "3"]
     assert not at.warning  # clamping after a sidebar change is quiet
@@ -177,8 +177,8 @@ def test_selection_inputs_and_clamping() -> None:
 
 def test_partition_and_split_views() -> None:
     at = run_app("axes", _query("NCHW", "group", groups="3"))
-    at.toggle(key="partition").set_value(True).run()
-    at.toggle(key="split_hw").set_value(True).run()
+    at.toggle(key=keys.key("axes", "partition")).set_value(True).run()
+    at.toggle(key=keys.key("axes", "split_hw")).set_value(True).run()
     assert_clean(at)
     block = _charts(at)[0]
     assert _trace(block, "12 statistic groups")  # N·G = 4·3
@@ -190,7 +190,7 @@ def test_partition_and_split_views() -> None:
     assert _url(at, "split_hw") == "1" and not at.warning
     at.sidebar.radio(key="layout").set_value("NCHW").run()
     assert_clean(at)
-    assert at.toggle(key="split_hw").value is True
+    assert at.toggle(key=keys.key("axes", "split_hw")).value is True
     assert _charts(at)[0]["layout"]["scene"]["xaxis"]["title"]["text"].startswith("N blocks × W")
 
 
@@ -233,7 +233,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(
     warned = "\n".join(w.value for w in at.warning)
     for name, value in bad.items():
         assert f"`{name}={value}` is not valid" in warned, warned
-        assert knob_value(at, name) == fallback[name]
+        assert keys.knob(at, "axes", name) == fallback[name]
         assert _url(at, name) == fmt(fallback[name])
     assert "does not set" not in warned  # the parameters it leaves out: defaults, quietly
     assert "The cell **B=0, T=0, C=0** takes its statistics" in texts(at)
@@ -280,7 +280,7 @@ def test_unknown_parameters_are_ignored_with_a_warning() -> None:
     at = run_app("axes", {"sel_B": "3", "foo": "1"})  # sel_B: the cell's old widget key
     assert_clean(at)
     assert "Ignored unknown parameter(s): `sel_B`, `foo`" in "\n".join(w.value for w in at.warning)
-    assert at.number_input(key="cell_b").value == 0
+    assert at.number_input(key=keys.key("axes", "cell_b")).value == 0
     assert "sel_B" not in at.query_params and _url(at, "cell_b") == "0"
 
 

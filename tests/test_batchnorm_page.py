@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
+import keys
 import pytest
 from conftest import (
     ROOT,
     assert_clean,
     assert_no_exception,
-    knob_value,
     run_app,
     screenshot,
     texts,
@@ -100,7 +100,7 @@ def test_every_section(sim: str) -> None:
     # one chart per section, and one per part with a figure (the model's shifted digits)
     assert len(charts) == (2 if sim in ("model", "realnet") else 1)
     assert_within_budget(*charts, what=sim)
-    assert at.session_state["sim"] == sim and _query(at, "sim") == sim
+    assert keys.knob(at, "batchnorm", "sim") == sim and _query(at, "sim") == sim
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ def test_hostile_url_values_fall_back_with_a_warning(name: str, value: str) -> N
     assert_clean(at)
     warned = "\n".join(w.value for w in at.warning)
     assert f"`{name}={value}` is not valid" in warned, warned
-    assert knob_value(at, name) == PARAMS[name].default
+    assert keys.knob(at, "batchnorm", name) == PARAMS[name].default
     assert _query(at, name) == fmt(PARAMS[name].default)
 
 
@@ -146,7 +146,7 @@ def test_a_full_link_is_read() -> None:
     at = run_app("batchnorm", query)
     assert_clean(at)
     assert not at.warning
-    assert at.session_state["batch_size"] == 32
+    assert keys.knob(at, "batchnorm", "batch_size") == 32
     assert "memory is about 100 batches" in texts(at)
     names = [t.get("name") for t in _charts(at)[0]["data"]]
     assert "pytorch convention, momentum 0.01" in names  # its twin traces the same mean
@@ -183,26 +183,26 @@ def test_a_group_count_that_does_not_divide_c_is_refused() -> None:
 
 def test_switching_the_rule_converts_the_momentum() -> None:
     at = run_app("batchnorm")
-    at.radio(key="convention").set_value("keras").run()
+    at.radio(key=keys.key("batchnorm", "convention")).set_value("keras").run()
     assert_clean(at)
-    assert at.session_state["momentum"] == pytest.approx(0.9)
+    assert keys.knob(at, "batchnorm", "momentum") == pytest.approx(0.9)
     assert _query(at, "momentum") == "0.9"
-    at.radio(key="convention").set_value("cumulative").run()
-    assert at.slider(key="momentum").disabled
+    at.radio(key=keys.key("batchnorm", "convention")).set_value("cumulative").run()
+    assert at.slider(key=keys.key("batchnorm", "momentum")).disabled
     assert "every batch weighs the same" in texts(at)
-    at.radio(key="convention").set_value("pytorch").run()
-    assert at.session_state["momentum"] == pytest.approx(0.1)  # back from Keras' 0.9
+    at.radio(key=keys.key("batchnorm", "convention")).set_value("pytorch").run()
+    assert keys.knob(at, "batchnorm", "momentum") == pytest.approx(0.1)  # back from Keras' 0.9
     assert_clean(at)
 
 
 def test_controls_rerun_and_write_the_url() -> None:
     at = run_app("batchnorm")
-    at.select_slider(key="batch_size").set_value(2).run()
-    at.slider(key="steps").set_value(30).run()
+    at.select_slider(key=keys.key("batchnorm", "batch_size")).set_value(2).run()
+    at.slider(key=keys.key("batchnorm", "steps")).set_value(30).run()
     assert_clean(at)
     assert _query(at, "batch_size") == "2" and _query(at, "steps") == "30"
     assert "num_batches_tracked = 30" in texts(at)
-    at.number_input(key="channel").set_value(7).run()
+    at.number_input(key=keys.key("batchnorm", "channel")).set_value(7).run()
     assert_clean(at)
     assert _charts(at)[0]["layout"]["annotations"][0]["text"] == "Mean of channel 7"
     assert _query(at, "channel") == "7"
@@ -212,7 +212,7 @@ def test_a_link_sets_the_channel_to_plot() -> None:
     at = run_app("batchnorm", {"channel": "5"})
     assert_clean(at)
     assert not at.warning
-    assert at.number_input(key="channel").value == 5
+    assert at.number_input(key=keys.key("batchnorm", "channel")).value == 5
     assert _charts(at)[0]["layout"]["annotations"][0]["text"] == "Mean of channel 5"
     assert "channel 5" in texts(at)
     order = run_app("batchnorm", {"channel": "3", "sim": "order"})  # the other channel view
@@ -226,7 +226,7 @@ def test_a_link_sets_the_channel_to_plot() -> None:
 
 def test_section_widgets() -> None:
     at = run_app("batchnorm", {"sim": "shift"})
-    at.slider(key="shift").set_value(2.0).run()
+    at.slider(key=keys.key("batchnorm", "shift")).set_value(2.0).run()
     assert_clean(at)
     table = at.dataframe[0].value
     bn = table[table["method"] == "BatchNorm"].iloc[0]
@@ -236,13 +236,13 @@ def test_section_widgets() -> None:
     assert _query(at, "accum") == "4" and _query(at, "devices") == "4"
 
     acc = run_app("batchnorm", {"sim": "accumulation"})
-    acc.slider(key="accum").set_value(2).run()
+    acc.slider(key=keys.key("batchnorm", "accum")).set_value(2).run()
     assert_clean(acc)
     rows = acc.dataframe[0].value
     assert list(rows["num_batches_tracked"]) == [200, 100]
 
     sync = run_app("batchnorm", {"sim": "sync"})
-    sync.slider(key="devices").set_value(2).run()
+    sync.slider(key=keys.key("batchnorm", "devices")).set_value(2).run()
     assert_clean(sync)
     assert "synchronized vs one batch of 16" in texts(sync)
 
@@ -264,7 +264,7 @@ def test_model_section_with_layernorm_and_nchw() -> None:
     assert abs(ln["training mode"] - ln["evaluation mode"]) <= 0.003
     assert "LayerNorm keeps no running statistics" in texts(at)
     # the shift only re-scores the trained networks: its chart title follows the slider
-    at.slider(key="shift").set_value(2.0).run()
+    at.slider(key=keys.key("batchnorm", "shift")).set_value(2.0).run()
     assert_clean(at)
     assert "shift 2 σ" in _charts(at)[1]["layout"]["title"]["text"]
     assert _query(at, "shift") == "2"
@@ -278,10 +278,10 @@ def test_a_batch_size_from_an_old_link_snaps_to_a_power_of_two() -> None:
     assert_clean(at)
     # a valid old value: snapped, with a note, not refused
     assert not any("`batch_size=9` is not valid" in w.value for w in at.warning)
-    assert at.session_state["batch_size"] == 8 and _query(at, "batch_size") == "8"
+    assert keys.knob(at, "batchnorm", "batch_size") == 8 and _query(at, "batch_size") == "8"
     assert any("batch size 9" in i.value and "uses 8" in i.value for i in at.info)
     assert "n = b·T = 48 values" in texts(at)
-    at.select_slider(key="batch_size").set_value(32).run()
+    at.select_slider(key=keys.key("batchnorm", "batch_size")).set_value(32).run()
     assert not any("batch size 9" in i.value for i in at.info)  # gone once it changes
 
 
@@ -290,11 +290,11 @@ def test_stepping_through_the_running_statistics() -> None:
     assert_clean(at)
     assert _charts(at)[0]["layout"]["title"]["text"] == "Running statistics after batch 5 of 100"
     assert "Batch 5 of 100, channel 0" in texts(at)
-    at.number_input(key="bn_step").increment().run()
+    at.number_input(key=keys.key("batchnorm", "bn_step")).increment().run()
     assert_clean(at)
     assert _charts(at)[0]["layout"]["title"]["text"] == "Running statistics after batch 6 of 100"
     assert _query(at, "bn_step") == "6"
-    at.number_input(key="bn_step").set_value(0).run()
+    at.number_input(key=keys.key("batchnorm", "bn_step")).set_value(0).run()
     assert _charts(at)[0]["layout"]["title"]["text"] == "Running statistics follow the batches"
     # a step past the steps shows the last batch
     late = run_app("batchnorm", {"bn_step": "150", "steps": "40"})

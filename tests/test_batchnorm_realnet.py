@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 
+import keys
 import numpy as np
 import pytest
 import torch
@@ -220,7 +221,8 @@ def test_the_page_shows_the_real_network() -> None:
     charts = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
     assert len(charts) == 2
     assert charts[0]["layout"]["title"]["text"] == "Layer 49 (_bn1): head BN (1280 ch, 7×7)"
-    slider = at.select_slider(key="bn_layer")  # the layer knob shows readable labels
+    # the layer knob shows readable labels
+    slider = at.select_slider(key=keys.key("batchnorm", "bn_layer"))
     assert slider.value == 49 and "49 · head BN (1280 ch, 7×7)" in slider.options
 
 

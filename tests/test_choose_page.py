@@ -5,6 +5,7 @@ from __future__ import annotations
 import io as pyio
 import pickle
 
+import keys
 import pytest
 import torch
 from conftest import (
@@ -67,9 +68,9 @@ def test_default_view() -> None:
 )
 def test_guide_answers(arch: str, batch: int, constraints: list[str], label: str) -> None:
     at = run_app("choose")
-    at.radio(key="arch").set_value(arch)
-    at.number_input(key="per_device").set_value(batch)
-    at.button_group(key="constraints").set_value(constraints)
+    at.radio(key=keys.key("choose", "arch")).set_value(arch)
+    at.number_input(key=keys.key("choose", "per_device")).set_value(batch)
+    at.button_group(key=keys.key("choose", "constraints")).set_value(constraints)
     at.run()
     assert_clean(at)
     assert f"**Use {label}**" in _advice(at)
@@ -88,7 +89,7 @@ def test_guide_answers(arch: str, batch: int, constraints: list[str], label: str
 @pytest.mark.parametrize("key", list(zoo.ZOO))
 def test_every_zoo_model_is_audited(key: str) -> None:
     at = run_app("choose")
-    at.selectbox(key="model").set_value(key).run()
+    at.selectbox(key=keys.key("choose", "model")).set_value(key).run()
     assert_clean(at)
     assert url_value(at, "model") == key
     report = zoo.audit_zoo_model(key)
@@ -101,7 +102,7 @@ def test_every_zoo_model_is_audited(key: str) -> None:
 
 def test_the_sample_file_is_audited() -> None:
     at = run_app("choose")
-    at.toggle(key="use_sample").set_value(True).run()
+    at.toggle(key=keys.key("choose", "use_sample")).set_value(True).run()
     assert_clean(at)
     assert url_value(at, "use_sample") == "1"
     saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
@@ -156,8 +157,8 @@ def test_a_link_reproduces_the_guide_and_the_audits() -> None:
     assert_clean(at)
     assert not at.warning
     assert "**Use GroupNorm**" in _advice(at)  # a CNN at 64 per device, but train = inference
-    assert at.radio(key="arch").value == "cnn"
-    assert list(at.button_group(key="constraints").value) == ["same", "shift"]
+    assert at.radio(key=keys.key("choose", "arch")).value == "cnn"
+    assert list(at.button_group(key=keys.key("choose", "constraints")).value) == ["same", "shift"]
     report = zoo.audit_zoo_model("unet")
     assert list(_findings(at).index) == [f.name for f in report.findings]
     saved = next(d.value for d in at.dataframe if d.value.index.name == "module")

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import keys
 import numpy as np
 import pytest
 import torch
@@ -125,16 +126,16 @@ def test_nchw_layout(method: str) -> None:
 
 def test_widgets_rerun_cleanly_and_write_the_url() -> None:
     at = run_app(PAGE)
-    at.radio(key="affine").set_value("per-channel").run()
-    at.slider(key="gamma").set_value(3.5).run()
-    at.slider(key="beta").set_value(-2.0).run()
+    at.radio(key=keys.key("distributions", "affine")).set_value("per-channel").run()
+    at.slider(key=keys.key("distributions", "gamma")).set_value(3.5).run()
+    at.slider(key=keys.key("distributions", "beta")).set_value(-2.0).run()
     assert_clean(at)
     gammas, betas = affine_targets(at)
     assert gammas == pytest.approx(np.linspace(1.75, 5.25, 8))  # 0.5γ … 1.5γ
     assert betas == pytest.approx(np.linspace(-3.0, -1.0, 8))  # β − 1 … β + 1
     assert [url_value(at, n) for n in ("affine", "gamma", "beta")] == ["per-channel", "3.5", "-2"]
     assert "constant group(s) give 0/0" in eps_note(at)
-    at.radio(key="edata").set_value("current").run()
+    at.radio(key=keys.key("distributions", "edata")).set_value("current").run()
     assert_clean(at)
     assert eps_note(at) == "ε = 0: no constant group here, so no NaN"
     assert url_value(at, "edata") == "current"

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import keys
 import pytest
 from conftest import ROOT, assert_no_exception, serve, wait_done
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.browser
 @dataclass(frozen=True)
 class Case:
     path: str  # the link opened, e.g. "batchnorm?sim=gradients"
-    key: str  # the widget's key (its element carries the class st-key-<key>)
+    widget: str  # the widget's CSS selector (keys.css: its element's class st-key-<key>)
     change: Callable[..., None]  # what the test does to the widget (its locator; the page)
     url: str  # what the URL holds once the fragment has rerun, e.g. "bn_init=he"
 
@@ -51,21 +52,36 @@ def _arrow_left(box, p) -> None:
 CASES = [
     Case(
         "batchnorm?sim=gradients",
-        "bn_init",
+        keys.css("batchnorm", "bn_init"),
         _click(batchnorm.choice_label("bn_init", "he")),
         "bn_init=he",
     ),
     Case(
         "distributions",
-        "affine",
+        keys.css("distributions", "affine"),
         _click(distributions.choice_label("affine", "per-channel")),
         "affine=per-channel",
     ),
-    Case("axes", "partition", lambda box, p: box.locator("label").first.click(), "partition=1"),
-    Case("axes?layout=BTC&B=4&T=6&C=8&method=layer", "axes_flat_view", _flat_cell, "cell_c=5"),
-    Case("residual", "norm", _click(residual.choice_label("norm", "rms")), "norm=rms"),
-    Case("training?exp=tiny", "runs", _arrow_left, "runs=2"),
-    Case("choose", "arch", _click(choose.LABELS["arch"]["cnn"]), "arch=cnn"),
+    Case(
+        "axes",
+        keys.css("axes", "partition"),
+        lambda box, p: box.locator("label").first.click(),
+        "partition=1",
+    ),
+    Case(
+        "axes?layout=BTC&B=4&T=6&C=8&method=layer",
+        keys.css(None, "axes_flat_view"),
+        _flat_cell,
+        "cell_c=5",
+    ),
+    Case(
+        "residual",
+        keys.css("residual", "norm"),
+        _click(residual.choice_label("norm", "rms")),
+        "norm=rms",
+    ),
+    Case("training?exp=tiny", keys.css("training", "runs"), _arrow_left, "runs=2"),
+    Case("choose", keys.css("choose", "arch"), _click(choose.LABELS["arch"]["cnn"]), "arch=cnn"),
 ]
 
 
@@ -83,7 +99,9 @@ def _runs(log: Path) -> int:
     return len(log.read_text().splitlines())
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{c.path.split('?')[0]}-{c.key}" for c in CASES])
+@pytest.mark.parametrize(
+    "case", CASES, ids=[f"{c.path.split('?')[0]}-{c.widget.split('-')[-1]}" for c in CASES]
+)
 def test_a_fragment_widget_reruns_the_fragment_alone(browser, counted, case: Case) -> None:
     url, log = counted
     ctx = browser.new_context(viewport={"width": 1400, "height": 900})
@@ -98,7 +116,7 @@ def test_a_fragment_widget_reruns_the_fragment_alone(browser, counted, case: Cas
         assert f"app {page}" in opened, opened  # the hook counts: the link ran app.py
         assert case.url not in p.url.split("?")[-1].split("&")
         runs = _runs(log)
-        case.change(p.locator(f".st-key-{case.key}"), p)
+        case.change(p.locator(case.widget), p)
         p.wait_for_function(
             "want => new URLSearchParams(location.search).toString().split('&').includes(want)",
             arg=case.url,

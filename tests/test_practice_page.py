@@ -3,6 +3,7 @@ the score, "next", links, hostile class codes, and a live class (teacher and stu
 
 from __future__ import annotations
 
+import keys
 import pytest
 from conftest import assert_clean, texts, url_value
 
@@ -101,7 +102,7 @@ def test_a_bad_kind_in_a_link_falls_back_with_a_warning() -> None:
     at = run_app("practice", {"kind": "bogus", "class": ""})
     assert_clean(at)
     assert any("`kind=bogus` is not valid" in w.value for w in at.warning)
-    assert at.session_state["kind"] == "cells"
+    assert keys.knob(at, "practice", "kind") == "cells"
 
 
 @pytest.mark.parametrize(
@@ -118,7 +119,7 @@ def test_bad_class_codes_get_a_clear_message(code: str, message: str) -> None:
     errors = [e.value for e in at.error]
     assert any(message in e for e in errors), errors
     assert not any("boom" in e or "script" in e for e in errors)
-    assert at.session_state["kind"] == "cells"  # practising alone below the message
+    assert keys.knob(at, "practice", "kind") == "cells"  # practising alone below the message
     assert practice.exercise("cells", 0).prompt in texts(at)
 
 
@@ -126,7 +127,7 @@ def test_a_live_class_in_apptest(db: str) -> None:
     teacher = run_app("practice", {"kind": "choose"})
     teacher.button(key="pr_start").click().run()
     assert_clean(teacher)
-    code = teacher.session_state["class"]
+    code = keys.knob(teacher, "practice", "class")
     assert url_value(teacher, "class") == code
     assert any(m.value == code for m in teacher.metric)
     assert "Live class, question 1" in texts(teacher)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import keys
 import numpy as np
 import pytest
 import torch
@@ -135,7 +136,7 @@ def test_the_page_section_runs_and_reveals_after_a_guess(loaded: None) -> None:
     assert dyt_fit.SECTION.label in [s.value for s in at.subheader]
     assert int8.SECTION.label in [s.value for s in at.subheader]
     assert "Predict first" in texts(at) and "nats as it is" not in texts(at)
-    at.radio(key="guess").set_value("broken").run(timeout=300)
+    at.radio(key=keys.key("distributions", "guess")).set_value("broken").run(timeout=300)
     assert_clean(at)
     assert "nats as it is" in texts(at) and "Your prediction matches" in texts(at)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from urllib.parse import quote
 
+import keys
 import numpy as np
 import pytest
 from conftest import (
@@ -77,7 +78,8 @@ def test_axes_runs_on_the_real_tensor() -> None:
     assert_clean(at)
     assert "Contract card: LayerNorm" in texts(at)
     # the page's own cell inputs follow the real shape (T = 6 tokens, C = 384 features)
-    assert at.number_input(key="cell_c").max == 383 and at.number_input(key="cell_t").max == 5
+    assert at.number_input(key=keys.key("axes", "cell_c")).max == 383
+    assert at.number_input(key=keys.key("axes", "cell_t")).max == 5
 
 
 def test_distributions_shows_the_outlier_dimensions() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import keys
 import pytest
 from conftest import (
     assert_clean,
@@ -57,18 +58,18 @@ def test_default_view() -> None:
 
 def test_depth_64_one_seed_and_every_option() -> None:
     at = run_app("residual")
-    at.slider(key="depth").set_value(64)
-    at.slider(key="n_seeds").set_value(1)
-    at.select_slider(key="width").set_value(16)
+    at.slider(key=keys.key("residual", "depth")).set_value(64)
+    at.slider(key=keys.key("residual", "n_seeds")).set_value(1)
+    at.select_slider(key=keys.key("residual", "width")).set_value(16)
     at.run()
     assert_clean(at)
     assert "64 blocks, width 16" in _titles(at)[0]
     assert "median of 1 seed(s)" in _titles(at)[0]
     assert "after 64 blocks" in texts(at)
     assert [url_value(at, n) for n in ("depth", "n_seeds", "width")] == ["64", "1", "16"]
-    at.slider(key="depth").set_value(6)
-    at.radio(key="norm").set_value("rms")
-    at.radio(key="block").set_value("mixer")
+    at.slider(key=keys.key("residual", "depth")).set_value(6)
+    at.radio(key=keys.key("residual", "norm")).set_value("rms")
+    at.radio(key=keys.key("residual", "block")).set_value("mixer")
     at.run()
     assert_clean(at)
     assert "RMSNorm" in _titles(at)[0] and "6 blocks" in _titles(at)[0]
@@ -87,7 +88,8 @@ def test_a_link_reproduces_both_sections() -> None:
     assert not at.warning
     assert _titles(at)[0].startswith("6 blocks, width 16, RMSNorm: median of 1 seed(s)")
     assert _titles(at)[1].startswith("At initialization, width 16, RMSNorm: median of 1 seed(s)")
-    assert at.slider(key="tr_depth").value == 6 and at.select_slider(key="lr").value == 0.1
+    assert at.slider(key=keys.key("residual", "tr_depth")).value == 6
+    assert at.select_slider(key=keys.key("residual", "lr")).value == 0.1
     # training still waits for the button; then it runs the link's settings
     at.button(key="res_tr_go").click().run()
     assert_clean(at)
@@ -98,10 +100,10 @@ def test_a_link_reproduces_both_sections() -> None:
 
 def test_training_runs_on_request_and_keeps_its_result() -> None:
     at = run_app("residual")
-    at.slider(key="tr_depth").set_value(6)
-    at.slider(key="tr_steps").set_value(20)
-    at.select_slider(key="lr").set_value(0.1)
-    at.select_slider(key="tr_width").set_value(16)
+    at.slider(key=keys.key("residual", "tr_depth")).set_value(6)
+    at.slider(key=keys.key("residual", "tr_steps")).set_value(20)
+    at.select_slider(key=keys.key("residual", "lr")).set_value(0.1)
+    at.select_slider(key=keys.key("residual", "tr_width")).set_value(16)
     at.button(key="res_tr_go").click()
     at.run()
     assert_clean(at)
@@ -117,7 +119,7 @@ def test_training_runs_on_request_and_keeps_its_result() -> None:
     titles = _titles(at)
     assert any("learning rate 0.1" in t and "6 blocks" in t for t in titles), titles
     # a changed setting keeps showing the last run until Train is pressed again
-    at.select_slider(key="lr").set_value(0.001).run()
+    at.select_slider(key=keys.key("residual", "lr")).set_value(0.001).run()
     assert_clean(at)
     assert "Showing the last run" in texts(at)
     assert any("learning rate 0.1" in t for t in _titles(at))

@@ -10,6 +10,7 @@ after a click, and must show the clicked view.
 
 from __future__ import annotations
 
+import keys
 from conftest import run_app, url_value
 from streamlit.testing.v1 import AppTest
 
@@ -42,13 +43,14 @@ def test_first_click_after_a_move_wins_over_the_url() -> None:
 def test_page_widget_click_after_a_move_wins_over_the_url() -> None:
     query = {**LINK, "tr_depth": "6", "tr_steps": "20"}
     at = run_app("residual", query)
-    at.slider(key="tr_depth").set_value(9)
-    at.select_slider(key="tr_width").set_value(16)
+    at.slider(key=keys.key("residual", "tr_depth")).set_value(9)
+    at.select_slider(key=keys.key("residual", "tr_width")).set_value(16)
     moved = _moved(at, "residual", query)
     assert not moved.exception
-    assert moved.slider(key="tr_depth").value == 9
-    assert moved.select_slider(key="tr_width").value == 16
-    assert moved.slider(key="tr_steps").value == 20  # untouched: as the URL (and the view)
+    assert moved.slider(key=keys.key("residual", "tr_depth")).value == 9
+    assert moved.select_slider(key=keys.key("residual", "tr_width")).value == 16
+    # untouched: as the URL (and the view)
+    assert moved.slider(key=keys.key("residual", "tr_steps")).value == 20
     assert url_value(moved, "tr_depth") == "9"
 
 

@@ -146,29 +146,29 @@ def test_any_query_gives_settings(query) -> None:
 
 # ---- page parameters ------------------------------------------------------------------
 
-PAGE_NAMES = [p.name for params in ns.PAGE_PARAMS.values() for p in params]
 
-
-def test_page_parameter_names_are_unique_short_and_apart_from_the_shared_ones() -> None:
-    # unique: a knob's name is its session and widget key on every page (one namespace).
+def test_page_parameter_names_are_unique_on_their_page_and_apart_from_the_shared_ones() -> None:
+    # A page knob's widget and session key is page-scoped (ui.state.key), so two pages may
+    # each have a knob of one name (test_two_pages_may_each_have_a_knob_of_one_name); one
+    # query string holds a page's knobs and the shared settings, so those stay apart.
     # One name may start another (`shift`, `shift_max`): tests match a warning by the
     # whole "`name=" it quotes.
-    assert len(PAGE_NAMES) == len(set(PAGE_NAMES))
-    assert not set(PAGE_NAMES) & {*ns.SHARED, "presenter"}
-    added = [
-        p.name
-        for page in ("distributions", "residual", "choose", "axes")
-        for p in ns.PAGE_PARAMS[page]
-    ]
-    for name in added:
-        assert name == name.lower() and len(name) <= 12 and name.isidentifier(), name
+    for page, params in ns.PAGE_PARAMS.items():
+        names = [p.name for p in params]
+        assert len(names) == len(set(names)), page
+        assert not set(names) & {*ns.SHARED, "presenter"}, page
+        assert all(n.isidentifier() for n in names), names  # no ui.state.SEP in a name
+    for page in ("distributions", "residual", "choose", "axes"):
+        for p in ns.PAGE_PARAMS[page]:
+            assert p.name == p.name.lower() and len(p.name) <= 12, p.name
 
 
 def test_page_parameter_choices_are_the_widgets_options() -> None:
     from normviz import residual as rs
     from normviz.choose import guide, zoo
 
-    params = {p.name: p for params in ns.PAGE_PARAMS.values() for p in params}
+    params = {p.name: p for p in (*ns.PAGE_PARAMS["choose"], *ns.PAGE_PARAMS["residual"])}
+    params |= {p.name: p for p in ns.PAGE_PARAMS["axes"]}
     assert params["arch"].choices == tuple(guide.ARCHITECTURES)
     assert params["constraints"].choices == tuple(guide.CONSTRAINTS)
     assert guide.Situation("cnn", params["per_device"].hi).check() is None  # accepted
@@ -178,8 +178,8 @@ def test_page_parameter_choices_are_the_widgets_options() -> None:
         assert params[f"{prefix}block"].choices == tuple(rs.BLOCKS)
     for a, limit in ns.SIZE_LIMITS.items():  # a cell index runs to the largest size − 1
         assert (params[f"cell_{a.lower()}"].lo, params[f"cell_{a.lower()}"].hi) == (0, limit - 1)
-    for p in params.values():  # every default is a value its own parser accepts
-        assert ns.parse(p, ns.fmt(p.default)) == p.default, p.name
+    for p in (p for params in ns.PAGE_PARAMS.values() for p in params):
+        assert ns.parse(p, ns.fmt(p.default)) == p.default, p.name  # its parser takes it
 
 
 @pytest.mark.parametrize(
@@ -289,3 +289,50 @@ def test_a_name_may_start_another_one() -> None:
     assert values == {"shift": 2.0, "shift_max": 1.0}
     (warning,) = warnings
     assert "`shift_max=9`" in warning and "`shift=" not in warning
+
+
+# ---- page-scoped keys: two pages may each have a knob of one name ----------------------
+
+
+def _twin(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """/choose's decision guide with one throwaway knob registered as any page knob is (a
+    section's knob and its page's URL parameter): `gamma`, /distributions' γ slider's
+    name (0.1–5, default 2) with other choices: 2, 4 or 8, default 8."""
+    from dataclasses import replace
+
+    from normviz import choose
+
+    twin = ns.Param("gamma", 8, choices=(2, 4, 8), label="Twin")
+    guide = replace(choose.GUIDE, knobs=(*choose.GUIDE.knobs, twin))
+    sections = tuple(guide if s is choose.GUIDE else s for s in choose.SECTIONS)
+    monkeypatch.setattr(choose, "SECTIONS", sections)
+    monkeypatch.setitem(ns.PAGE_PARAMS, "choose", (*ns.PAGE_PARAMS["choose"], twin))
+
+
+def test_two_pages_may_each_have_a_knob_of_one_name(monkeypatch) -> None:
+    import keys
+    from conftest import assert_clean, run_app, url_value
+
+    _twin(monkeypatch)
+    # each page reads the name from a link by its own knob
+    at = run_app("choose", {"gamma": "4"})
+    assert_clean(at)
+    assert not at.warning and at.select_slider(key=keys.key("choose", "gamma")).value == 4
+    at = run_app("choose", {"gamma": "3.5"})
+    assert at.warning[0].value.startswith("`gamma=3.5` is not valid")  # here; not there:
+    at = run_app("distributions", {"gamma": "3.5"})
+    assert not at.warning and at.slider(key=keys.key("distributions", "gamma")).value == 3.5
+    # one session: each page's widget keeps its own value, and writes it to its URL
+    at.switch_page("../pages/choose.py").run()
+    assert_clean(at)
+    twin = at.select_slider(key=keys.key("choose", "gamma"))
+    assert (twin.value, twin.options) == (8, ["2", "4", "8"])
+    twin.set_value(2).run()
+    assert_clean(at)
+    assert url_value(at, "gamma") == "2" and keys.knob(at, "choose", "gamma") == 2
+    at.switch_page("../pages/distributions.py").run()
+    assert_clean(at)
+    assert at.slider(key=keys.key("distributions", "gamma")).value == 3.5
+    assert url_value(at, "gamma") == "3.5"
+    at.switch_page("../pages/choose.py").run()
+    assert at.select_slider(key=keys.key("choose", "gamma")).value == 2

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import keys
 import pytest
 from conftest import assert_clean, run_app, url_value
 
@@ -142,7 +143,7 @@ def test_values_outlive_a_page_that_does_not_draw_them() -> None:
     at.run()
     at.sidebar.selectbox(key="layer").set_value(minilm.LN_LAYERS[0]).run()
     at.sidebar.number_input(key="seed").set_value(9).run()
-    at.toggle(key="partition").set_value(True).run()
+    at.toggle(key=keys.key("axes", "partition")).set_value(True).run()
     at.switch_page("../pages/residual.py").run()
     assert_clean(at)
     assert not at.sidebar.number_input  # nothing drawn there ...
@@ -151,5 +152,5 @@ def test_values_outlive_a_page_that_does_not_draw_them() -> None:
     assert_clean(at)
     assert at.sidebar.selectbox(key="layer").value == minilm.LN_LAYERS[0]
     assert at.sidebar.number_input(key="seed").value == 9
-    assert at.toggle(key="partition").value is True
+    assert at.toggle(key=keys.key("axes", "partition")).value is True
     assert url_value(at, "partition") == "1"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import keys
 import pytest
 from conftest import (
     assert_clean,
@@ -43,7 +44,7 @@ def test_every_experiment_runs_from_a_link(section: Section) -> None:
     at = run_app(PAGE, link, timeout=180)
     assert_clean(at)
     assert [h.value for h in at.subheader] == [section.label]
-    assert at.radio(key="exp").value == section.slug
+    assert at.radio(key=keys.key("training", "exp")).value == section.slug
     assert len(charts(at)) == 1
     assert at.dataframe, "the experiment's table"
     body = texts(at)

@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import keys
 import numpy as np
 import pytest
 import torch
@@ -518,6 +519,6 @@ def test_a_crafted_update_rule_on_batchnorm(monkeypatch: pytest.MonkeyPatch, val
     from conftest import assert_clean, run_app
 
     at = run_app("batchnorm")
-    _send(monkeypatch, at, "convention", string_value=value)
+    _send(monkeypatch, at, keys.key("batchnorm", "convention"), string_value=value)
     at.run()
     assert_clean(at)

@@ -5,7 +5,8 @@ A multi-choice knob is pills; an on/off knob a toggle; named choices a radio
 a slider (step 1, or 0.1 for a float). A knob's own `widget` ("number", "select")
 and `step` (normviz.knobs.Knob) override that. The topic package words the choices
 (`choice_label(name, value)`, or `LABELS[name][value]`) and the help (`HELP[name]`).
-Values go through ui.state.widget: in the URL, kept while hidden.
+Values go through ui.state.widget: under the page-scoped key `page:name`
+(ui.state.key), in the URL by the bare name, kept while hidden.
 """
 
 from __future__ import annotations

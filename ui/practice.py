@@ -29,6 +29,7 @@ from ui import browser, runner, safe, state
 from ui.safe import md_text
 
 PAGE = "practice"
+KIND, CLASS = state.key(PAGE, "kind"), state.key(PAGE, "class")  # the page knobs' session keys
 _DONE = "pr_done"  # tag -> (answer, correct): this session's checked answers
 _TEACHING = "pr_teaching"  # class code -> teacher key, for the classes this session runs
 _STUDENT = "pr_student"  # this session's anonymous id
@@ -48,9 +49,9 @@ def params() -> dict[str, Any]:
     """The page's URL values. A class link carries only `class`: the exercise comes from
     the class, so the missing `kind` is not worth a warning."""
     if "class" in st.query_params and "kind" not in st.query_params:
-        st.session_state.setdefault("kind", practice.KNOBS[0].default)
+        st.session_state.setdefault(KIND, practice.KNOBS[0].default)
     if "class" not in st.query_params:  # joining a class is the exception, not a setting
-        st.session_state.setdefault("class", "")
+        st.session_state.setdefault(CLASS, "")
     return state.page_params(PAGE)
 
 
@@ -259,7 +260,7 @@ def join(code: str) -> ClassInfo | None:
     except ClassError as e:
         st.error(md_text(e, limit=300), icon=":material/block:")
         if not isinstance(e, ClassUnavailable):  # a busy database keeps the class
-            st.session_state["class"] = ""
+            st.session_state[CLASS] = ""
         return None
 
 
@@ -272,7 +273,7 @@ def start(kind: str, seed: int) -> None:
         return
     st.session_state.setdefault(_TEACHING, {})[opened.info.code] = opened.teacher_key
     st.session_state["pr_new_key"] = opened.teacher_key
-    st.session_state["class"] = opened.info.code
+    st.session_state[CLASS] = opened.info.code
 
 
 def resume(code_key: str, teacher_key_key: str) -> None:
@@ -284,7 +285,7 @@ def resume(code_key: str, teacher_key_key: str) -> None:
         st.session_state["pr_error"] = str(e)
         return
     st.session_state.setdefault(_TEACHING, {})[info.code] = key
-    st.session_state["class"] = info.code
+    st.session_state[CLASS] = info.code
 
 
 def teacher_action(action: str, code: str, kind: str = "", seed: int = 0) -> None:
@@ -297,7 +298,7 @@ def teacher_action(action: str, code: str, kind: str = "", seed: int = 0) -> Non
             room().next(code, key, st.session_state.get("pr_next_kind", kind), seed)
         else:
             room().close(code, key)
-            st.session_state["class"] = ""
+            st.session_state[CLASS] = ""
     except ClassError as e:
         st.session_state["pr_error"] = str(e)
 

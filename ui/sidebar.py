@@ -152,7 +152,7 @@ def _plain(sb: Any) -> None:
     the declaration without a section of its own), each by the knob → widget builder."""
     for _name, p in ns.plain_fields():
         fn, kw = widget_for(p, sb)
-        state.knob_widget(fn, p, p.label or p.name, **kw)
+        state.knob_widget(fn, p, p.label or p.name, p.name, **kw)
 
 
 def draw(page: str) -> ns.Settings:

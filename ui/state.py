@@ -2,16 +2,18 @@
 
 The URL is read once, on a session's first run (and a page's own parameters on
 the page's first run), into the link's values (`LINK`, never a widget key). Every
-widget is drawn with its key (the URL name) and the link's value as its default
-until the session holds a value for it: so a value the browser sent with a run wins
-over the link, as Streamlit gives a widget's own state priority over its default
-(after the process serving a student dies, the student's next click reaches another
-process as a new session's first run, carrying the view's widget values, the
-changed one included). Widgets keep their values while hidden, on this page or
-another (`persist_state="session"`); every run writes the view back to the query
-string, so a copied link reproduces it. The sidebar (ui.sidebar) draws the shared
-settings; pages call `settings()` for them, `page_params()` + `widget()` for their
-own, `value()` for a knob whose widget is not drawn yet.
+widget is drawn with its session key (a shared setting's is its URL name, a page
+knob's is page-scoped, `key(page, name)`: a knob name need be unique only on its
+page) and the link's value as its default until the session holds a value for it:
+so a value the browser sent with a run wins over the link, as Streamlit gives a
+widget's own state priority over its default (after the process serving a student
+dies, the student's next click reaches another process as a new session's first run,
+carrying the view's widget values, the changed one included). Widgets keep their
+values while hidden, on this page or another (`persist_state="session"`); every run
+writes the view back to the query string, so a copied link reproduces it. The
+sidebar (ui.sidebar) draws the shared settings; pages call `settings()` for them,
+`page_params()` + `widget()` for their own, `value(key(page, name))` for a knob
+whose widget is not drawn yet.
 
 Widget callbacks (on_click, on_change) run before app.py draws the sidebar: pass
 them what they need as arguments rather than calling `settings()` inside them.
@@ -33,7 +35,8 @@ from ui import realdata, route
 from ui.uploads import ByteLRU
 
 PRESENT = "present"  # presenter mode: the URL name and the widget key
-LINK = "_link_values"  # {knob name: value} the link gave (URL, read once per knob)
+LINK = "_link_values"  # {session key: value} the link gave (URL, read once per knob)
+SEP = ":"  # a page knob's session key: "<page>:<name>" (`key`)
 _WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
 _SETTINGS = "_settings"  # the sidebar's values (the URL's)
 _INPUT = "_input_settings"  # what the page runs on (a real source's shape; see ui.realdata)
@@ -46,34 +49,52 @@ def _query() -> dict[str, list[str]]:
     return {k: st.query_params.get_all(k) for k in st.query_params}
 
 
-def _default(name: str) -> Any:
-    p = ns.shared_knobs().get(name) or next(
-        (q for ps in ns.PAGE_PARAMS.values() for q in ps if q.name == name), None
-    )
+def key(page: str, name: str) -> str:
+    """The widget and session key of page `page`'s knob `name` (its URL name stays
+    `name`): page-scoped, so two pages may each have a knob of one name. A shared
+    setting's key is its bare URL name."""
+    return f"{page}{SEP}{name}"
+
+
+def knob_of(k: str) -> tuple[str | None, str]:
+    """The inverse of `key`: (page, URL name) of a session key; (None, name) for a shared
+    setting's."""
+    page, sep, name = k.rpartition(SEP)
+    return (page, name) if sep else (None, k)
+
+
+def _default(k: str) -> Any:
+    page, name = knob_of(k)
+    if page is None:
+        p = ns.shared_knobs().get(name)
+    else:
+        p = next((q for q in ns.PAGE_PARAMS.get(page, ()) if q.name == name), None)
     return None if p is None else p.default
 
 
-def value(name: str) -> Any:
-    """A knob's value now: the session's (its widget's), else the link's, else its default
-    (a multi-choice knob's as a tuple)."""
+def value(k: str) -> Any:
+    """A knob's value now, by its session key (`key(page, name)`, or a shared setting's
+    name): the session's (its widget's), else the link's, else its default (a
+    multi-choice knob's as a tuple)."""
     try:
-        v = st.session_state[name]
+        v = st.session_state[k]
     except KeyError:  # not set yet, or a value the browser sent for a widget not drawn yet
-        v = st.session_state.get(LINK, {}).get(name, _default(name))
+        v = st.session_state.get(LINK, {}).get(k, _default(k))
     return tuple(v) if isinstance(v, list) else v  # a multi-choice widget's list: a tuple
 
 
-def known(name: str) -> bool:
-    """Does the session or the link hold a value for knob `name`?"""
-    return name in st.session_state or name in st.session_state.get(LINK, {})
+def known(k: str) -> bool:
+    """Does the session or the link hold a value for the knob of session key `k`?"""
+    return k in st.session_state or k in st.session_state.get(LINK, {})
 
 
-def initial(fn: Callable[..., Any], name: str, options: list[Any] | None = None) -> dict:
-    """The default-value keyword for `fn`'s widget of knob `name`: the link's value while
-    the session holds none (a browser-sent value then wins), else nothing (the session's)."""
-    if name in st.session_state:
+def initial(fn: Callable[..., Any], k: str, options: list[Any] | None = None) -> dict:
+    """The default-value keyword for `fn`'s widget of session key `k`: the link's value
+    while the session holds none (a browser-sent value then wins), else nothing (the
+    session's)."""
+    if k in st.session_state:
         return {}
-    v = value(name)
+    v = value(k)
     kw = _DEFAULT_KW.get(getattr(fn, "__name__", ""), "value")
     if kw == "index":
         return {"index": (options or []).index(v)} if v in (options or []) else {}
@@ -171,10 +192,10 @@ def write_url(page: str) -> None:
             want["text"] = s.text
     if presenter():
         want[PRESENT] = "1"
-    current, link = _query(), st.session_state.get(LINK, {})
+    current = _query()
     for p in ns.PAGE_PARAMS.get(page, ()):
-        if p.name in st.session_state or p.name in link:
-            text = ns.fmt(value(p.name))
+        if known(key(page, p.name)):
+            text = ns.fmt(value(key(page, p.name)))
             if text or p.default != "":  # an empty free text (no class code) is left out
                 want[p.name] = text
         elif current.get(p.name):  # not read this run (the page stopped early): kept
@@ -245,11 +266,11 @@ def input_tensor(s: ns.Settings) -> torch.Tensor:
     real = realdata.real_input(s)
     if real is not None:
         return real.tensor()
-    key = s.key()  # every input field of the one declaration (ui.params.Settings)
-    arr = _INPUTS.get(key)
+    cache_key = s.key()  # every input field of the one declaration (ui.params.Settings)
+    arr = _INPUTS.get(cache_key)
     if arr is None:
         arr = generate(s.data, s.layout, s.shape, s.seed).numpy()
-        _INPUTS.put(key, arr)
+        _INPUTS.put(cache_key, arr)
     return torch.from_numpy(arr.copy())
 
 
@@ -262,15 +283,15 @@ def page_params(page: str) -> dict[str, Any]:
     widgets (`widget`) then own them, and every run writes them to the URL (`write_url`)."""
     params = ns.PAGE_PARAMS.get(page, ())
     link = st.session_state.setdefault(LINK, {})
-    missing = [p for p in params if p.name not in link and p.name not in st.session_state]
+    missing = [p for p in params if not known(key(page, p.name))]
     if missing:
         # a direct link carries them; a link that leaves some out, or a page switch (the URL
         # has none), gives the defaults quietly
         vals, warnings = ns.read(_query(), missing)
-        link.update(vals)
+        link.update({key(page, name): v for name, v in vals.items()})
         for w in warnings:
             st.warning(w, icon=":material/warning:")
-    return {p.name: value(p.name) for p in params}
+    return {p.name: value(key(page, p.name)) for p in params}
 
 
 def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: Any) -> Any:
@@ -278,15 +299,18 @@ def widget(fn: Callable[..., Any], name: str, label: str, page: str, **kwargs: A
     the end of the run with the others, or at once in a fragment's own rerun. It starts
     at the link's value and keeps its value while it is not drawn."""
     p = next(p for p in ns.PAGE_PARAMS[page] if p.name == name)
-    out = knob_widget(fn, p, label, **kwargs)
+    out = knob_widget(fn, p, label, key(page, name), **kwargs)
     if not route.full_run():  # a fragment's own rerun: app.py's end-of-run write will not come
         write_url(page)  # one message, and only if a value changed
     return out
 
 
-def knob_widget(fn: Callable[..., Any], p: ns.Param, label: str, **kwargs: Any) -> Any:
-    """Knob `p`'s widget `fn` (its key the URL name): its choices or range from the knob,
-    starting at the link's value, kept while it is not drawn."""
+def knob_widget(
+    fn: Callable[..., Any], p: ns.Param, label: str, session_key: str, **kwargs: Any
+) -> Any:
+    """Knob `p`'s widget `fn` under `session_key` (a page knob's `key(page, name)`, a shared
+    setting's URL name): its choices or range from the knob, starting at the link's value,
+    kept while it is not drawn."""
     if p.choices is not None:
         kwargs.setdefault("options", list(p.choices))
     elif "options" not in kwargs:  # (a select slider over some of a range's values)
@@ -294,5 +318,5 @@ def knob_widget(fn: Callable[..., Any], p: ns.Param, label: str, **kwargs: Any) 
             kwargs.setdefault("min_value", type(p.default)(p.lo))
         if p.hi is not None:
             kwargs.setdefault("max_value", type(p.default)(p.hi))
-    kwargs.update(initial(fn, p.name, kwargs.get("options")))
-    return fn(label, key=p.name, persist_state=KEEP, **kwargs)
+    kwargs.update(initial(fn, session_key, kwargs.get("options")))
+    return fn(label, key=session_key, persist_state=KEEP, **kwargs)

@@ -58,7 +58,7 @@ def example_setup() -> AxesSetup:
 
 
 def cell_keys(layout: str) -> list[str]:
-    """The selected cell's knob names (URL names, widget keys), one per axis of `layout`."""
+    """The selected cell's knob names (URL names), one per axis of `layout`."""
     return [f"cell_{a.lower()}" for a in LAYOUTS[layout].axes]
 
 
