@@ -217,6 +217,12 @@ def real_input(s: ns.Settings) -> realdata.Real | None:
     return realdata.real_input(s)
 
 
+def set_value(name: str, v: Any) -> None:
+    """Set knob or widget `name` to `v` before its widget is drawn this run (a callback, or
+    a copy following its original: ui.onpage); the widget then shows `v`."""
+    st.session_state[name] = v
+
+
 def presenter() -> bool:
     """Is presenter mode on (larger everything; `present=1` in the URL)?"""
     return bool(st.session_state.get(PRESENT, False))

@@ -1,0 +1,143 @@
+"""The lecturer's controls on the page (issue 27): in presenter mode the method is a row
+of buttons above the figure, one value with the sidebar's (either changes the other and
+the URL); in Chromium at 1280×720 every lecture step's setting is changed from the page,
+with the sidebar folded."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import assert_clean, assert_no_exception, run_app, url_value, wait_done
+from layout_probe import new_context, settle
+
+from ui import onpage, teach
+
+ON_PAGE = ("axes", "distributions")  # the pages whose lecture step switches the method
+
+
+def _control(at):
+    found = [w for w in at.get("button_group") if w.key == onpage.KEY]
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize("page", ON_PAGE)
+def test_the_page_control_and_the_sidebar_are_one_value(page: str) -> None:
+    at = run_app(page, {"present": "1", "method": "batch"})
+    assert_clean(at)
+    control = _control(at)
+    assert control is not None and control.value == "batch"
+    control.set_value("layer").run()  # the page's control: the sidebar and the URL follow
+    assert_clean(at)
+    assert at.sidebar.selectbox(key="method").value == "layer"
+    assert url_value(at, "method") == "layer"
+    at.sidebar.selectbox(key="method").set_value("group").run()  # and the other way
+    assert_clean(at)
+    assert _control(at).value == "group"
+    assert url_value(at, "method") == "group"
+
+
+def test_outside_presenter_mode_the_sidebar_alone_has_it() -> None:
+    at = run_app("axes", {"method": "layer"})
+    assert_clean(at)
+    assert _control(at) is None
+    assert at.sidebar.selectbox(key="method").value == "layer"
+
+
+# ---- Chromium, 1280×720, presenter mode, the sidebar folded ---------------------------
+
+SIDEBAR_OPEN_JS = """() => {
+    const r = document.querySelector('[data-testid=stSidebar]').getBoundingClientRect();
+    return r.width > 0 && r.right > 1;
+}"""
+BLOCK_TITLE_JS = """() => [...document.querySelectorAll('[data-testid=stPlotlyChart] .gtitle')]
+    .map(t => t.textContent).join(' | ')"""
+
+
+def _visible(p, locator) -> bool:
+    """The element is drawn inside the 1280×720 window, without scrolling."""
+    box = locator.bounding_box()
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 720
+
+
+def _main(p):
+    return p.locator("[data-testid=stMain]")
+
+
+def _query(p, name: str) -> str | None:
+    m = re.search(rf"[?&]{name}=([^&]*)", p.url)
+    return m.group(1) if m else None
+
+
+def test_presenter_switches_the_method_from_the_page(browser, server) -> None:
+    ctx = new_context(browser, 1280, 720, phone=False)
+    p = ctx.new_page()
+    p.set_default_timeout(120_000)
+    try:
+        p.goto(f"{server}/axes?layout=BTC&method=batch&present=1")
+        settle(p)
+        assert not p.evaluate(SIDEBAR_OPEN_JS)
+        row = _main(p).locator(f".st-key-{onpage.KEY}")
+        assert _visible(p, row), "the method is not on the first screen"
+        assert "BatchNorm" in p.evaluate(BLOCK_TITLE_JS)
+        for label, key in (("LayerNorm", "layer"), ("GroupNorm", "group")):
+            row.get_by_role("radio", name=label, exact=True).click()
+            p.wait_for_function(f"() => location.search.includes('method={key}&')")
+            settle(p)
+            assert label in p.evaluate(BLOCK_TITLE_JS), p.evaluate(BLOCK_TITLE_JS)
+            assert not p.evaluate(SIDEBAR_OPEN_JS), "switching the method opened the sidebar"
+        assert_no_exception(p)
+    finally:
+        ctx.close()
+
+
+def _change_on_page(p, path: str) -> tuple[str, str]:
+    """Change the lecture step's setting on page `path` from the main area; (URL name,
+    the value it should now have)."""
+    main = _main(p)
+    if path in ON_PAGE:
+        main.locator(f".st-key-{onpage.KEY}").get_by_role("radio", name="InstanceNorm").click()
+        return "method", "instance"
+    if path == "batchnorm":  # tiny batches, then the Running stats tab
+        main.get_by_role("tab", name="Running stats").click()
+        return "sim", "running"
+    if path == "choose":  # two images per device: one more
+        box = main.get_by_role("spinbutton", name="Samples per device per step")
+        box.fill("3")
+        box.press("Enter")
+        return "per_device", "3"
+    if path == "residual":  # the stack's depth
+        depth = main.locator("[data-testid=stSlider]").filter(has_text="Depth L")
+        slider = depth.get_by_role("slider").first
+        slider.focus()
+        slider.press("ArrowLeft")
+        return "depth", "23"
+    if path == "practice":  # another exercise kind
+        main.get_by_role("radio", name="Name the method").check(force=True)
+        return "kind", "name"
+    raise AssertionError(path)
+
+
+# the lecture steps whose setting lives in the URL (home and the worked example have none:
+# their steps read the page, and the worked example's cell is picked on the page)
+URL_STEPS = [s for s in teach.STEPS if s.path not in ("", "worked-example")]
+
+
+def test_every_lecture_step_is_done_from_the_page(browser, server) -> None:
+    ctx = new_context(browser, 1280, 720, phone=False)
+    p = ctx.new_page()
+    p.set_default_timeout(120_000)
+    try:
+        for step in URL_STEPS:
+            p.goto(f"{server}/{step.link[2:]}")
+            wait_done(p, 120_000)
+            name, want = _change_on_page(p, step.path)
+            p.wait_for_function(
+                "([n, v]) => new URLSearchParams(location.search).get(n) === v", arg=[name, want]
+            )
+            wait_done(p, 120_000)
+            assert not p.evaluate(SIDEBAR_OPEN_JS), step.path
+            assert _query(p, "present") == "1", step.path
+            assert_no_exception(p)
+    finally:
+        ctx.close()
