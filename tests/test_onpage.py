@@ -141,3 +141,58 @@ def test_every_lecture_step_is_done_from_the_page(browser, server) -> None:
             assert_no_exception(p)
     finally:
         ctx.close()
+
+
+# ---- a shared presenter link opened on a phone reads like the normal view -------------
+
+PHONE_JS = """() => {
+    const h1 = document.querySelector('[data-testid=stMain] h1').getBoundingClientRect();
+    const header = document.querySelector('[data-testid=stHeader]');
+    const texts = [...document.querySelectorAll(
+        '[data-testid=stMain] :is(h1, h2, h3, p, label, li)')].filter(e => {
+            const r = e.getBoundingClientRect();
+            return r.width > 0 && r.height > 0 && !header.contains(e);
+        });
+    const over = [];
+    header.querySelectorAll('button, a').forEach(b => {
+        const r = b.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0) return;
+        texts.forEach(t => {
+            const q = t.getBoundingClientRect();
+            if (r.left < q.right && q.left < r.right && r.top < q.bottom && q.top < r.bottom) {
+                over.push(`${b.getAttribute('aria-label') || b.dataset.testid}: `
+                    + t.textContent.slice(0, 30));
+            }
+        });
+    });
+    return {
+        root: getComputedStyle(document.documentElement).fontSize,
+        h1: [Math.round(h1.top), Math.round(h1.height)],
+        header: getComputedStyle(header).backgroundColor,
+        over: over.slice(0, 5),
+    };
+}"""
+
+
+def test_a_presenter_link_on_a_phone_reads_like_the_normal_view(browser, server) -> None:
+    ctx = new_context(browser, 390, 844, phone=True)
+    p = ctx.new_page()
+    p.set_default_timeout(120_000)
+    try:
+        for path in ("", "axes"):
+            p.goto(f"{server}/{path}")  # the normal view first, for its title's size
+            wait_done(p, 120_000)
+            normal = p.evaluate(PHONE_JS)
+            p.goto(f"{server}/{path}?present=1")  # a new session, from a shared link
+            wait_done(p, 120_000)
+            shown = p.evaluate(PHONE_JS)
+            assert shown["root"] == "16px", (path, shown)
+            assert shown["h1"] == normal["h1"], (path, shown, normal)  # the title's size
+            assert shown["h1"][0] + shown["h1"][1] < 844 / 3, (path, shown)
+            assert shown["header"] == normal["header"] != "rgba(0, 0, 0, 0)", (path, shown)
+            assert not shown["over"], (path, shown["over"])  # no button over text
+            assert not p.evaluate(SIDEBAR_OPEN_JS), path
+            assert _query(p, "present") == "1", path  # the link keeps it for the projector
+            assert_no_exception(p)
+    finally:
+        ctx.close()
