@@ -95,7 +95,7 @@ def axis_boxes(layout: str, ticked: tuple[str, ...]) -> None:
 
 s = state.settings()
 st.title(axes.TITLE)
-st.markdown(axes.INTRO)
+onpage.intro(axes.INTRO)
 onpage.method()  # presenter mode: the method above the figure (the sidebar is folded)
 fresh = [k for k in axes.cell_keys(s.layout) if not state.known(k)]
 values = state.page_params(PAGE)

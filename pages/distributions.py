@@ -65,7 +65,7 @@ def offer_downloads(res: downloads.Downloads) -> None:
 
 
 st.title("Distributions")
-st.markdown(dist.INTRO)
+onpage.intro(dist.INTRO)
 onpage.method()  # presenter mode: the method above the figures (the sidebar is folded)
 state.page_params(PAGE)  # γ/β and the ε section's data, from a link (warns about bad values)
 shared = state.settings()

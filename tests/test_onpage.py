@@ -118,19 +118,40 @@ def _change_on_page(p, path: str) -> tuple[str, str]:
     raise AssertionError(path)
 
 
-# the lecture steps whose setting lives in the URL (home and the worked example have none:
-# their steps read the page, and the worked example's cell is picked on the page)
-URL_STEPS = [s for s in teach.STEPS if s.path not in ("", "worked-example")]
+# The first chart of a step's view starts on the first 1280×720 screen (its title and
+# top rows show; the rest of it may sit below the fold). Not yet, each with its reason:
+FIRST_SCREEN_NOT_YET = {
+    "": "Home's first chart (the method thumbnails) is below the formula and the contract "
+    "table, which are the step's content and are on screen",
+    "worked-example": "the step's content is the matrix and its statistics (on screen); "
+    "its one chart is below them",
+    "residual": "the first section is the two formula cards (on screen); the first chart "
+    "is in the second section",
+    "choose": "the decision guide has no chart; its recommendation is below the three questions",
+}
+FIRST_CHART_JS = """() => {
+    const c = document.querySelector('[data-testid=stMain] [data-testid=stPlotlyChart]');
+    return c ? Math.round(c.getBoundingClientRect().top) : null;
+}"""
+# home and the worked example change nothing in the URL: their steps read the page (the
+# worked example's cell is picked on the page)
+NO_URL_SETTING = ("", "worked-example")
 
 
 def test_every_lecture_step_is_done_from_the_page(browser, server) -> None:
     ctx = new_context(browser, 1280, 720, phone=False)
     p = ctx.new_page()
     p.set_default_timeout(120_000)
+    late: dict[str, int | None] = {}
     try:
-        for step in URL_STEPS:
+        for step in teach.STEPS:
             p.goto(f"{server}/{step.link[2:]}")
-            wait_done(p, 120_000)
+            settle(p)
+            top = p.evaluate(FIRST_CHART_JS)
+            if step.path not in FIRST_SCREEN_NOT_YET and (top is None or top > 720 - 48):
+                late[step.path] = top
+            if step.path in NO_URL_SETTING:
+                continue
             name, want = _change_on_page(p, step.path)
             p.wait_for_function(
                 "([n, v]) => new URLSearchParams(location.search).get(n) === v", arg=[name, want]
@@ -141,6 +162,7 @@ def test_every_lecture_step_is_done_from_the_page(browser, server) -> None:
             assert_no_exception(p)
     finally:
         ctx.close()
+    assert not late, f"the first chart starts below the first screen (top, px): {late}"
 
 
 # ---- a shared presenter link opened on a phone reads like the normal view -------------

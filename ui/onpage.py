@@ -14,6 +14,7 @@ import streamlit as st
 from normviz import METHODS
 from ui import state
 
+INTRO_LABEL = "About this page"  # presenter mode: the page's intro, folded
 KEY = "onpage_method"  # the page's copy of the sidebar's `method` (never a URL name)
 
 
@@ -38,4 +39,16 @@ def method(always: bool = False) -> str | None:
         on_change=_to_sidebar,
         args=(KEY, "method"),
         help="The same setting as the sidebar's Method (method= in the URL).",
+        label_visibility="collapsed",  # the buttons name the methods; the label is for readers
     )
+
+
+def intro(text: str) -> None:
+    """A page's opening paragraph (fixed text); in presenter mode folded into an expander,
+    so the first figure starts on the first screen of a 1280×720 projector (the lecturer
+    says it; a click shows it)."""
+    if state.presenter():
+        with st.expander(INTRO_LABEL, icon=":material/info:"):
+            st.markdown(text)
+    else:
+        st.markdown(text)
