@@ -93,3 +93,31 @@ def test_back_restores_the_previous_method_and_view(browser, server) -> None:
         assert _method(p) == "group"  # and the app did not write another view over it
     finally:
         ctx.close()
+
+
+def test_a_page_switch_is_not_mistaken_for_back(browser, server) -> None:
+    """The sidebar's page links keep the settings (Streamlit sends the current query
+    string): only Back and Forward restore an entry's values."""
+    ctx = new_context(browser, 1400, 900, phone=False)
+    p = ctx.new_page()
+    p.set_default_timeout(120_000)
+    nav = p.locator("[data-testid=stSidebarNav]")
+    try:
+        p.goto(f"{server}/axes?method=layer")
+        settle(p)
+        p.locator("[data-testid=stSidebarUserContent] .st-key-method").click()
+        p.get_by_role("option", name="GroupNorm").click()
+        p.wait_for_function("() => location.search.includes('method=group&')")
+        settle(p)
+        nav.get_by_role("link", name="Distributions").click()
+        p.wait_for_function("() => location.pathname.endsWith('/distributions')")
+        settle(p)
+        assert _method(p) == "group"
+        assert p.get_by_role("heading", name="Before and after: GroupNorm").count() == 1
+        nav.get_by_role("link", name="Axis Explorer").click()
+        p.wait_for_function("() => location.pathname.endsWith('/axes')")
+        settle(p)
+        assert _method(p) == "group"
+        assert "GroupNorm" in p.evaluate(TITLES_JS)
+    finally:
+        ctx.close()
