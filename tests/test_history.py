@@ -66,20 +66,33 @@ def _switch(p, label: str, key: str) -> None:
 
 
 def test_back_restores_the_previous_method_and_view(browser, server) -> None:
+    """Two method switches (full runs) and a toggle in the explorer's fragment (its own
+    rerun writes the URL): three entries; Back undoes them one by one, Forward redoes."""
     ctx = new_context(browser, 1280, 720, phone=False)
     p = ctx.new_page()
     p.set_default_timeout(120_000)
+    toggle = p.locator("[data-testid=stMain] [data-testid=stCheckbox]").filter(
+        has_text="Colour every statistic group"
+    )
     try:
         p.goto(f"{server}/axes?layout=BTC&method=batch&present=1")
         settle(p)
         start = p.evaluate("history.length")
-        for label, key in (("LayerNorm", "layer"), ("GroupNorm", "group"), ("RMSNorm", "rms")):
+        for label, key in (("LayerNorm", "layer"), ("GroupNorm", "group")):
             _switch(p, label, key)
+        toggle.locator("label").first.click()
+        p.wait_for_function("() => location.search.includes('partition=1')")
+        settle(p)
         assert p.evaluate("history.length") == start + 3  # one entry per setting change
+        p.go_back()
+        p.wait_for_function("() => location.search.includes('partition=0')")
+        settle(p)
+        assert not toggle.get_by_role("switch").is_checked()
         for label, key in (("GroupNorm", "group"), ("LayerNorm", "layer")):
-            p.go_back()
-            p.wait_for_function(f"() => location.search.includes('method={key}&')")
-            settle(p)
+            if key == "layer":
+                p.go_back()
+                p.wait_for_function(f"() => location.search.includes('method={key}&')")
+                settle(p)
             assert label in p.evaluate(TITLES_JS), p.evaluate(TITLES_JS)
             chosen = p.locator(f".st-key-{onpage.KEY} [role=radio][aria-checked=true]")
             assert chosen.inner_text() == label
