@@ -9,7 +9,7 @@ import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import LAYOUTS, axes
-from ui import route, runner, safe, state
+from ui import onpage, route, runner, safe, state
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
@@ -96,7 +96,8 @@ def axis_boxes(layout: str, ticked: tuple[str, ...]) -> None:
 
 s = state.settings()
 st.title(axes.TITLE)
-st.markdown(axes.INTRO)
+onpage.intro(axes.INTRO)
+onpage.method()  # presenter mode: the method above the figure (the sidebar is folded)
 fresh = [k for k in axes.cell_keys(s.layout) if not state.known(state.key(PAGE, k))]
 values = state.page_params(PAGE)
 for key, warning in axes.linked_cell_warnings(s.layout, s.sizes, values, fresh):

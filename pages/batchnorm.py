@@ -10,7 +10,7 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import batchnorm as bn
 from normviz.knobs import Knob
 from normviz.sections import Section
-from ui import knobs, route, runner, state
+from ui import knobs, onpage, route, runner, state
 from ui import params as ns
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
@@ -128,7 +128,7 @@ def show(section: Section, setup: bn.LabSetup, presenter: bool) -> None:
 
 
 st.title(bn.TITLE)
-st.markdown(bn.INTRO)
+onpage.intro(bn.INTRO)
 params = state.page_params(PAGE)
 lab = controls(state.settings())
 if runner.guard(lambda: bn.check(lab)):  # no st.stop: app.py writes the URL after the page

@@ -11,7 +11,7 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import distributions as dist
 from normviz.distributions import downloads
 from normviz.sections import Section
-from ui import inputs, knobs, route, runner, state
+from ui import inputs, knobs, onpage, route, runner, state
 from ui.safe import md_text
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
@@ -65,7 +65,8 @@ def offer_downloads(res: downloads.Downloads) -> None:
 
 
 st.title("Distributions")
-st.markdown(dist.INTRO)
+onpage.intro(dist.INTRO)
+onpage.method()  # presenter mode: the method above the figures (the sidebar is folded)
 state.page_params(PAGE)  # γ/β and the ε section's data, from a link (warns about bad values)
 shared = state.settings()
 presenter = state.presenter()

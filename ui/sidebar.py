@@ -159,6 +159,7 @@ def draw(page: str) -> ns.Settings:
     """Draw the shared settings this page uses (`ui.pages.controls`) in the sidebar, and
     presenter mode; return every shared setting (drawn or not) for the URL."""
     state.init_from_url(page)
+    state.follow_history(page)  # Back or Forward: the URL's view (ui.state)
     view_warnings = state.seed_view()
     shown, sb = set(controls(page)), st.sidebar
     layout = _tensor(sb, shown)

@@ -39,6 +39,7 @@ LINK = "_link_values"  # {session key: value} the link gave (URL, read once per 
 SEP = ":"  # a page knob's session key: "<page>:<name>" (`key`)
 _WARN = "_url_warnings"  # list of (text, settings-snapshot) shown until the view changes
 _SETTINGS = "_settings"  # the sidebar's values (the URL's)
+_WROTE = "_url_written"  # (page, the query string last written, the values it came from)
 _INPUT = "_input_settings"  # what the page runs on (a real source's shape; see ui.realdata)
 KEEP = "session"  # persist_state of every knob's widget: its value outlives its absence
 # the keyword that sets a widget's default value, by widget (the others take `value`)
@@ -113,7 +114,15 @@ def init_from_url(page: str) -> None:
     sizes: dict[str, int] = {}
     for key in sorted(LAYOUTS, key=lambda k: k == s.layout):  # the link's layout last
         sizes.update(LAYOUTS[key].defaults)  # (its default C wins)
-    st.session_state[LINK] = {
+    st.session_state[LINK] = {**sizes, **_link_values(s)}
+    st.session_state.setdefault("layer", s.layer)
+    st.session_state.setdefault("text", s.text)
+    st.session_state[_WARN] = [(w, s) for w in warnings]
+
+
+def _link_values(s: ns.Settings) -> dict[str, Any]:
+    """The shared settings of a link, by knob name, as the widgets hold them."""
+    return {
         "layout": s.layout,
         "method": s.method,
         "groups": s.groups,
@@ -122,13 +131,42 @@ def init_from_url(page: str) -> None:
         "eps": s.eps,
         "seed": s.seed,
         "data": s.data,
-        **sizes,
         **s.sizes,
         **{name: getattr(s, name) for name, _ in ns.plain_fields()},
     }
-    st.session_state.setdefault("layer", s.layer)
-    st.session_state.setdefault("text", s.text)
-    st.session_state[_WARN] = [(w, s) for w in warnings]
+
+
+def _view_values(page: str) -> dict[str, Any]:
+    """Every value a URL of `page` carries, as the session holds it now (presenter mode
+    apart: it is how the view is shown, not what it shows)."""
+    names = [n for n in ns.SHARED if n != PRESENT] + ["layer", "text"]
+    return {n: value(n) for n in names} | {
+        key(page, p.name): value(key(page, p.name)) for p in ns.PAGE_PARAMS.get(page, ())
+    }
+
+
+def follow_history(page: str) -> bool:
+    """Back or Forward in the browser: show the view of the URL the browser went to.
+
+    Every URL write adds a browser history entry (Streamlit writes st.query_params with
+    history.pushState), and Back or Forward reruns the app with that entry's query string.
+    A run whose query string is not the one this session last wrote, while none of the
+    view's values changed since that write (no widget was moved), is such a step: its
+    values replace the session's, read as a link is (`init_from_url`, `page_params`).
+    An empty query string (the entry before the first write) keeps the view. True when
+    the view was restored."""
+    wrote, query = st.session_state.get(_WROTE), _query()
+    if wrote is None or not query or query == wrote[1] or _view_values(wrote[0]) != wrote[2]:
+        return False
+    params = ns.PAGE_PARAMS.get(page, ())
+    s, _ = ns.settings_from_query(query, [p.name for p in params])
+    restored = _link_values(s) | {key(page, n): v for n, v in ns.read(query, params)[0].items()}
+    if s.real:
+        restored |= {"layer": s.layer, "text": s.text}
+    st.session_state[LINK].update(restored)  # for the widgets not drawn on this page
+    for name, v in restored.items():
+        set_value(name, v)
+    return True
 
 
 def seed_view() -> list[str]:
@@ -200,8 +238,10 @@ def write_url(page: str) -> None:
                 want[p.name] = text
         elif current.get(p.name):  # not read this run (the page stopped early): kept
             want[p.name] = current[p.name][-1]
-    if current != {k: [v] for k, v in want.items()}:
+    written = {k: [v] for k, v in want.items()}
+    if current != written:
         st.query_params.from_dict(want)
+    st.session_state[_WROTE] = (page, written, _view_values(page))  # (follow_history)
 
 
 @contextmanager
@@ -236,6 +276,12 @@ def settings() -> ns.Settings:
 def real_input(s: ns.Settings) -> realdata.Real | None:
     """The real input the page's settings name (`settings()`), or None: generated data."""
     return realdata.real_input(s)
+
+
+def set_value(name: str, v: Any) -> None:
+    """Set knob or widget `name` to `v` before its widget is drawn this run (a callback, or
+    a copy following its original: ui.onpage); the widget then shows `v`."""
+    st.session_state[name] = v
 
 
 def presenter() -> bool:
