@@ -605,4 +605,4 @@ def test_registry_has_every_method_once() -> None:
     assert set(METHODS) == {*STANDARD_METHODS, "custom"}
     for k in STANDARD_METHODS:
         m = METHODS[k]
-        assert m.label and m.summary and set(m.torch_module) == {"BTC", "NCHW"}
+        assert m.label and m.summary and set(m.torch) == {"BTC", "NCHW"}
