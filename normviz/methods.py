@@ -18,6 +18,7 @@ from typing import Literal
 import torch
 from torch import nn
 
+from normviz.dyt import DyT
 from normviz.layouts import LAYOUTS
 
 Kind = Literal["statistics", "elementwise"]
@@ -262,6 +263,27 @@ METHODS: dict[str, Method] = {
             stat_noun="statistic",
             colour="#56B4E9",
             symbol="cross",
+        ),
+        Method(
+            key="dyt",
+            label="DyT",
+            summary="no statistics at all: each value goes through γ·tanh(α·x) + β on its own, "
+            "so tanh squashes outliers instead of rescaling by a statistic",
+            kind="elementwise",
+            torch={
+                "BTC": Torch(DyT, lambda C, **_: (C,), name="DyT", takes_eps=False),
+                "NCHW": Torch(
+                    DyT, lambda C, **_: (C,), {"channel_dim": 1}, name="DyT", takes_eps=False
+                ),
+            },
+            colour="#000000",
+            symbol="star",
+            lists=frozenset({"guide", "outliers"}),
+            audit_types=(DyT,),
+            natural_setting="transformers, as a drop-in for LayerNorm (Zhu et al. 2025)",
+            best_for="transformers where a norm's reductions cost time; one scalar α per layer",
+            pitfall="nothing adapts to the input's scale: α must be learned to fit it, values "
+            "far beyond 1/α all come out near ±γ, and the gains reported are regime-dependent",
         ),
         # (a new method: one more entry here)
     )

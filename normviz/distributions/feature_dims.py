@@ -186,6 +186,14 @@ def notes(res: FeatureDims) -> Sequence[str]:
             f"layer) every channel leaves with {rms}: channel {d} at {_ratio(spread, d):.1f}× "
             f"the median, the outliers' size gone from the output.{back}"
         )
+    for m in (m for m in res.after if METHODS[m].kind == "elementwise"):
+        r = _ratio(res.after[m], d)
+        how = "squashed" if r < _ratio(f.rms, d) / 1.1 else "not squashed"
+        out.append(
+            f"**{METHODS[m].label}** computes no statistic: each value goes through its curve "
+            f"on its own, so channel {d} is {how}, at {r:.1f}× the median channel afterwards "
+            f"({_ratio(f.rms, d):.0f}× in the input), and no other channel is rescaled by it."
+        )
     out += [f"**{METHODS[m].label}** cannot run here: {why}." for m, why in res.refused.items()]
     return tuple(out)
 
