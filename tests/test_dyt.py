@@ -159,3 +159,21 @@ def test_axes_and_distributions_show_dyt_sections() -> None:
     assert_clean(at)
     assert [s.value for s in at.subheader] == ["Before and after: DyT"]
     assert any("the squash shrinks it" in m.value for m in at.markdown)
+
+
+# ---- the guide ---------------------------------------------------------------------------
+
+
+def test_the_guide_gives_the_dyt_claim_with_its_caveat_for_transformers() -> None:
+    from normviz.choose import guide
+    from normviz.sources import cite
+
+    note = guide.dyt_note()
+    for name, ln, dyt in guide.DYT_IMAGENET:
+        assert f"{name} {ln:.1f} → {dyt:.1f}" in note
+    best = max(d - ln for _, ln, d in guide.DYT_IMAGENET)
+    assert f"by at most {best:.1f} points" in note and "matches or beats" in note
+    assert cite("zhu2025") in note and cite("verma2026") in note and "regime-dependent" in note
+    for arch, shown in (("transformer", True), ("cnn", False)):
+        rec = guide.recommend(guide.Situation(arch, 32, frozenset()))
+        assert (note in [e.body for e in guide.extras(rec)]) == shown
