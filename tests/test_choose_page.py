@@ -19,8 +19,8 @@ from conftest import (
 )
 
 from normviz import METHODS
-from normviz.methods import listed
 from normviz.choose import guide, zoo
+from normviz.methods import listed
 from ui.params import PAGE_PARAMS, fmt
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["choose"]}
