@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import assert_clean, run_app
+from conftest import assert_clean, assert_no_exception, open_app, run_app
 
 from normviz import METHODS, normalize
 from normviz.axes import pointwise
@@ -177,3 +177,14 @@ def test_the_guide_gives_the_dyt_claim_with_its_caveat_for_transformers() -> Non
     for arch, shown in (("transformer", True), ("cnn", False)):
         rec = guide.recommend(guide.Situation(arch, 32, frozenset()))
         assert (note in [e.body for e in guide.extras(rec)]) == shown
+
+
+def test_dyt_sections_render_in_chromium(page, server) -> None:
+    """The two DyT sections, drawn by a real browser: their charts' text, no exception."""
+    for path, title in (
+        ("axes?method=dyt", "Outputs that moved when one of 192 input cells moved"),
+        ("distributions?method=dyt&data=outliers", "DyT: values before and after"),
+    ):
+        open_app(page, server, path)
+        assert_no_exception(page)
+        page.get_by_text(title).first.wait_for()  # plotly.js draws its SVG text after the run
