@@ -23,14 +23,10 @@ class DyT(nn.Module):
         self.weight = nn.Parameter(torch.ones(num_features))  # γ, (C,)
         self.bias = nn.Parameter(torch.zeros(num_features))  # β, (C,)
 
-    def _along(self, p: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """`p` (C,) shaped to broadcast along x's channel axis."""
-        shape = [1] * x.dim()
-        shape[self.channel_dim] = p.numel()
-        return p.reshape(shape)
-
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self._along(self.weight, x) * torch.tanh(self.alpha * x) + self._along(self.bias, x)
+        # channels moved last so γ and β broadcast, and back (a plain int: torch.fx traces it)
+        t = torch.movedim(torch.tanh(self.alpha * x), self.channel_dim, -1)
+        return torch.movedim(t * self.weight + self.bias, -1, self.channel_dim)
 
     def extra_repr(self) -> str:
         return f"{self.weight.numel()}, alpha={self.alpha.item():g}, channel_dim={self.channel_dim}"

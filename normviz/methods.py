@@ -270,6 +270,7 @@ METHODS: dict[str, Method] = {
             summary="no statistics at all: each value goes through γ·tanh(α·x) + β on its own, "
             "so tanh squashes outliers instead of rescaling by a statistic",
             kind="elementwise",
+            centred=False,  # nothing is subtracted
             torch={
                 "BTC": Torch(DyT, lambda C, **_: (C,), name="DyT", takes_eps=False),
                 "NCHW": Torch(

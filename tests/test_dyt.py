@@ -188,3 +188,26 @@ def test_dyt_sections_render_in_chromium(page, server) -> None:
         open_app(page, server, path)
         assert_no_exception(page)
         page.get_by_text(title).first.wait_for()  # plotly.js draws its SVG text after the run
+
+
+def test_the_audit_recognises_dyt_modules_and_their_placement() -> None:
+    from torch import nn
+
+    from normviz.choose import engine
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm, self.fc = DyT(16), nn.Linear(16, 16)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.fc(self.norm(x))
+
+    model = nn.Sequential(nn.Linear(8, 16), Block(), DyT(16), nn.Linear(16, 4))
+    rep = engine.audit(model, torch.randn(2, 5, 8), "dyt")
+    got = {f.name: (f.method, f.placement, f.axes) for f in rep.findings}
+    assert got == {
+        "1.norm": ("dyt", engine.PRE, "nothing (no statistics)"),
+        "2": ("dyt", engine.FINAL, "nothing (no statistics)"),
+    }
+    assert not any(f.needless_bias or f.modes.batch_dependent for f in rep.findings)
