@@ -154,6 +154,12 @@ def _contract(
     if method not in METHODS:
         raise NormConfigError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
     m = METHODS[method]
+    if method != "custom" and not m.reduces.get(layout):
+        raise NormConfigError(
+            f"{m.label} has no axis contract: it computes no mean or variance, so no values "
+            f"share a statistic ({m.summary}). Choose one of {', '.join(STANDARD_METHODS)} "
+            "to see statistics pooled"
+        )
     if len(shape) != lay.rank:
         raise NormConfigError(
             f"layout {lay.key} needs a {lay.rank}-D tensor ({', '.join(lay.axes)}); "

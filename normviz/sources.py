@@ -192,6 +192,16 @@ SOURCES: dict[str, Source] = {
             "arXiv preprint",
             "2502.05795",
         ),
+        Source(
+            "verma2026",
+            "Verma",
+            "Lucky Verma",
+            2026,
+            "When Does Removing LayerNorm Help? Activation Bounding as a Regime-Dependent "
+            "Implicit Regularizer",
+            "arXiv preprint",
+            "2604.23434",
+        ),
     )
 }
 

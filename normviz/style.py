@@ -10,6 +10,7 @@ import plotly.io as pio
 from plotly.colors import get_colorscale
 
 from normviz.figures.spec import Spec
+from normviz.methods import METHODS
 
 # Okabe-Ito: distinguishable with every common colour-vision deficiency.
 PALETTE: tuple[str, ...] = (
@@ -22,24 +23,10 @@ PALETTE: tuple[str, ...] = (
     "#F0E442",  # yellow
     "#000000",  # black
 )
-METHOD_COLOURS: dict[str, str] = {
-    "batch": PALETTE[0],
-    "layer": PALETTE[1],
-    "instance": PALETTE[2],
-    "group": PALETTE[3],
-    "rms": PALETTE[5],
-    "custom": PALETTE[4],
-}
+# each method's colour and marker symbol live in its registry entry (normviz.methods)
+METHOD_COLOURS: dict[str, str] = {k: m.colour for k, m in METHODS.items()}
 # a marker symbol per method, so a chart's methods differ in shape as well as colour
-METHOD_SYMBOLS: dict[str, str] = {
-    "none": "circle",
-    "batch": "square",
-    "layer": "diamond",
-    "instance": "triangle-up",
-    "group": "triangle-down",
-    "rms": "x",
-    "custom": "cross",
-}
+METHOD_SYMBOLS: dict[str, str] = {"none": "circle", **{k: m.symbol for k, m in METHODS.items()}}
 # fill patterns for bars side by side (the first is plain)
 PATTERNS: tuple[str, ...] = ("", "/", ".", "x", "\\", "+", "-", "|")
 HIGHLIGHT = "#D55E00"  # the selected statistic group

@@ -39,13 +39,20 @@ def _layout_contract(method: str, layout: str) -> Contract:
     return contract(method, layout, [lay.defaults[a] for a in lay.axes], groups=groups)
 
 
+NO_POOL = "nothing: no statistics"  # an elementwise method's "pools" column
+
+
 def reduces_text(method: str, layout: str) -> str:
     """`B, T` or `T, C/G`: what one statistic pools, as the contract table shows it."""
+    if METHODS[method].kind == "elementwise":
+        return NO_POOL
     return ", ".join(_layout_contract(method, layout).axes)
 
 
 def keeps_text(method: str, layout: str) -> str:
-    """`C` or `B, G`: the axes that keep separate statistics."""
+    """`C` or `B, G`: the axes that keep separate statistics (elementwise: every axis)."""
+    if METHODS[method].kind == "elementwise":
+        return ", ".join(LAYOUTS[layout].axes)
     return ", ".join(_layout_contract(method, layout).kept)
 
 
@@ -73,21 +80,29 @@ def contract_table() -> pd.DataFrame:
 DEFAULTS_C, DEFAULTS_G = 8, 2  # the channels (and GroupNorm's groups) the modules are built with
 
 
+def default_layout(method: str) -> str:
+    """The layout torch's default module for `method` is shown in: channel-first modules in
+    their 2d form (nn.BatchNorm2d), the others over the last axis (nn.LayerNorm(C))."""
+    return "NCHW" if METHODS[method].torch["NCHW"].channel_first else "BTC"
+
+
+def _default_shape(method: str, C: int) -> tuple[int, ...]:
+    return (1, C, 1, 1) if default_layout(method) == "NCHW" else (1, 1, C)
+
+
 def default_module(method: str, C: int = DEFAULTS_C, G: int = DEFAULTS_G) -> nn.Module:
-    """torch's module for a standard method over C channels (NCHW), every default kept."""
-    build = {
-        "batch": lambda: nn.BatchNorm2d(C),
-        "layer": lambda: nn.LayerNorm(C),
-        "instance": lambda: nn.InstanceNorm2d(C),
-        "group": lambda: nn.GroupNorm(G, C),
-        "rms": lambda: nn.RMSNorm(C),
-    }
-    return build[method]()
+    """torch's module for a standard method over C channels, every default kept (eps too),
+    built by the registry's factory."""
+    g = G if METHODS[method].grouped else None
+    return METHODS[method].build(default_layout(method), _default_shape(method, C), g, eps=None)
 
 
 def _call_text(method: str, mod: nn.Module) -> str:
-    args = f"{DEFAULTS_G}, {DEFAULTS_C}" if METHODS[method].grouped else f"{DEFAULTS_C}"
-    return f"nn.{type(mod).__name__}({args})"
+    """`nn.GroupNorm(2, 8)`: the registry's constructor with torch's defaults."""
+    g = DEFAULTS_G if METHODS[method].grouped else None
+    return METHODS[method].torch_text(
+        default_layout(method), _default_shape(method, DEFAULTS_C), g, eps=None
+    )
 
 
 def _flag(mod: nn.Module, *names: str) -> str:

@@ -8,7 +8,7 @@ from dataclasses import replace
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
-from normviz import LAYOUTS, axes
+from normviz import LAYOUTS, axes, elementwise
 from ui import onpage, route, runner, safe, state
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
@@ -103,7 +103,13 @@ values = state.page_params(PAGE)
 for key, warning in axes.linked_cell_warnings(s.layout, s.sizes, values, fresh):
     st.warning(warning, icon=":material/warning:")
     st.session_state[state.key(PAGE, key)] = 0
-if runner.guard(s.contract):  # a G that does not divide C, the element cap, no axis...
+if elementwise.applies(s.method):  # no statistics (DyT): nothing to pool, no contract
+    if runner.guard(s.check_size):
+        real = state.real_input(s)
+        setup = axes.pointwise.setup_for(s.method, s.layout, s.shape, s.data, s.seed, real)
+        st.subheader(axes.pointwise.SECTION.label)
+        runner.show(PAGE, axes.pointwise.SECTION, setup, {}, state.presenter())
+elif runner.guard(s.contract):  # a G that does not divide C, the element cap, no axis...
     con = s.contract()
     setup = axes.AxesSetup(con, s.eps, s.data, s.seed, s.groups, real=state.real_input(s))
     explorer(setup)

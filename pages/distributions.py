@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
+from normviz import METHODS, elementwise
 from normviz import distributions as dist
 from normviz.distributions import downloads
 from normviz.sections import Section
@@ -83,7 +84,12 @@ else:
     source = inputs.Seeded(s.data, s.layout, s.shape, s.seed)
     st.caption(dist.input_caption(source))
 
-if state.require(s):  # before generating anything: the shape may be over the cap
+if elementwise.applies(s.method):  # no statistics (DyT): its own before/after, no contract
+    if runner.guard(s.check_size):
+        setup = elementwise.ElementwiseSetup(s.method, s.layout, source, s.groups, s.eps)
+        st.subheader(dist.squash.SECTION.label.format(method=METHODS[s.method].label))
+        runner.show(PAGE, dist.squash.SECTION, setup, {}, presenter)
+elif state.require(s):  # before generating anything: the shape may be over the cap
     whole = dist.Setup(source, s.contract(), s.eps, s.groups, s.seed)
     with dist.GATE.holding():  # at the cap: one queue slot for the whole page, not per section
         for section in dist.sections_for(source):

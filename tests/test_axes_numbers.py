@@ -11,7 +11,6 @@ import torch
 from torch import nn
 
 from normviz import (
-    LAYOUTS,
     METHODS,
     STANDARD_METHODS,
     NormConfigError,
@@ -33,30 +32,13 @@ def _g(method: str) -> int | None:
 
 
 def torch_module(method: str, layout: str, shape: tuple[int, ...]):
-    """The torch.nn layer for `method`, and how to apply it to a tensor in `layout`."""
-    C = shape[LAYOUTS[layout].channel_axis]
-    if layout == "BTC":
-        mods = {
-            "batch": (lambda: nn.BatchNorm1d(C), True),
-            "layer": (lambda: nn.LayerNorm(C), False),
-            "instance": (lambda: nn.InstanceNorm1d(C), True),
-            "group": (lambda: nn.GroupNorm(G, C), True),
-            "rms": (lambda: nn.RMSNorm(C), False),
-        }
-    else:
-        mods = {
-            "batch": (lambda: nn.BatchNorm2d(C), False),
-            "layer": (lambda: nn.LayerNorm(shape[1:]), False),
-            "instance": (lambda: nn.InstanceNorm2d(C), False),
-            "group": (lambda: nn.GroupNorm(G, C), False),
-            "rms": (lambda: nn.RMSNorm(shape[1:]), False),
-        }
-    make, transpose = mods[method]  # build only this one (GroupNorm checks C % G)
-    mod = make()
+    """The registry's torch.nn layer for `method` (torch's defaults but ε), and how to apply it."""
+    m = METHODS[method]
+    mod = m.build(layout, shape, _g(method), eps=None)
 
     def apply(x: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
-            return mod(x.transpose(1, 2)).transpose(1, 2) if transpose else mod(x)
+            return m.apply(x, layout, module=mod)
 
     return mod, apply
 

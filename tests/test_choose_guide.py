@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from normviz import METHODS, STANDARD_METHODS, style
+from normviz import METHODS, style
 from normviz.choose import compare, guide
+from normviz.methods import listed
 from normviz.sources import SOURCES, cite
 from normviz.text import reduces_text
 
@@ -102,13 +103,14 @@ def test_flowchart_highlights_exactly_the_path() -> None:
 
 def test_comparison_table_reads_the_registry() -> None:
     t = compare.comparison_table()
-    assert list(t.index) == [METHODS[k].label for k in STANDARD_METHODS]
-    for k in STANDARD_METHODS:
+    assert list(t.index) == [METHODS[k].label for k in listed("guide")]
+    for k in listed("guide"):
         row = t.loc[METHODS[k].label]
         assert row["normalizes over (NCHW)"] == reduces_text(k, "NCHW")
         assert row["best for"] == METHODS[k].best_for
         assert row["depends on batch size"] == ("yes" if METHODS[k].batch_dependent else "no")
     assert t.loc["GroupNorm", "normalizes over (NCHW)"] == "C/G, H, W"
+    assert t.loc["DyT", "normalizes over (NCHW)"] == "nothing: no statistics"
 
 
 # ---- what the guide says, checked against the sources (issue 13) -------------------------

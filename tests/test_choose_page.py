@@ -21,6 +21,7 @@ from conftest import (
 
 from normviz import METHODS
 from normviz.choose import guide, zoo
+from normviz.methods import listed
 from ui.params import PAGE_PARAMS, fmt
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["choose"]}
@@ -39,9 +40,7 @@ def test_default_view() -> None:
     assert_clean(at)
     assert "**Use LayerNorm**" in _advice(at)  # a transformer, 32 samples per device
     table = next(d.value for d in at.dataframe if d.value.index.name == "method")
-    assert list(table.index) == [
-        METHODS[k].label for k in ("batch", "layer", "instance", "group", "rms")
-    ]
+    assert list(table.index) == [METHODS[k].label for k in listed("guide")]  # DyT too
     answers = dict(at.table[0].value["answer"])
     bias_check = "Bias disabled before per-channel norms (BatchNorm, InstanceNorm)"
     assert answers[bias_check] == "no: needless bias in conv1"  # the first model: ResNet

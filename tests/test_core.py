@@ -13,7 +13,8 @@ from torch import nn
 
 import normviz
 import normviz.data
-from normviz import METHODS, STANDARD_METHODS, NormConfigError, reference
+from normviz import METHODS, STANDARD_METHODS, NormConfigError, reference, style
+from normviz.methods import LISTS
 
 
 def torch_reference(
@@ -602,7 +603,36 @@ def test_gradients_flow_like_torch() -> None:
 
 def test_registry_has_every_method_once() -> None:
     assert set(STANDARD_METHODS) == {"batch", "layer", "instance", "group", "rms"}
-    assert set(METHODS) == {*STANDARD_METHODS, "custom"}
-    for k in STANDARD_METHODS:
+    assert set(METHODS) == {*STANDARD_METHODS, "dyt", "custom"}
+    assert {k for k, m in METHODS.items() if m.kind == "elementwise"} == {"dyt"}
+    for k in (*STANDARD_METHODS, "dyt"):
         m = METHODS[k]
-        assert m.label and m.summary and set(m.torch_module) == {"BTC", "NCHW"}
+        assert m.label and m.summary and set(m.torch) == {"BTC", "NCHW"}
+        assert m.colour in style.PALETTE and m.lists <= set(LISTS)
+    colours = [m.colour for m in METHODS.values()]
+    assert len(set(colours)) == len(colours)  # every method its own colour
+
+
+def test_a_method_without_a_contract_is_refused_with_a_message() -> None:
+    with pytest.raises(NormConfigError, match="DyT has no axis contract"):
+        normviz.contract("dyt", "BTC", (2, 3, 4))
+    with pytest.raises(NormConfigError, match="DyT has no axis contract"):
+        normviz.normalize(torch.randn(2, 3, 4), "dyt", "BTC")
+    with pytest.raises(NormConfigError, match="unknown method"):
+        normviz.contract("dyt2", "BTC", (2, 3, 4))
+
+
+@pytest.mark.parametrize("layout", ["BTC", "NCHW"])
+@pytest.mark.parametrize("method", STANDARD_METHODS)
+def test_every_factory_is_the_torch_module_normalize_matches(method: str, layout: str) -> None:
+    """The registry's factory builds the torch module whose output normalize() reproduces."""
+    shape = (3, 5, 8) if layout == "BTC" else (3, 8, 4, 4)
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    m = METHODS[method]
+    g = 2 if m.grouped else None
+    mod = m.build(layout, shape, g).double()
+    assert m.torch_text(layout, shape, g).startswith(m.torch[layout].spelled + "(")
+    with torch.no_grad():
+        want = m.apply(x, layout, module=mod)
+    got = normviz.normalize(x, method, layout, groups=g).output
+    torch.testing.assert_close(got, want)

@@ -79,7 +79,7 @@ def torch_norm(
             if method in ("layer", "rms") and not btc and t.numel() == C:  # (C,) → (C, H, W)
                 t = t.reshape(C, 1, 1).expand(C, *rest)
             getattr(mod, name).copy_(t)
-    channel_first = METHODS[method].torch_channel_first and btc
+    channel_first = METHODS[method].torch[layout].channel_first and btc
     inp = x.transpose(1, 2) if channel_first else x
     with torch.no_grad():
         out = mod(inp)
@@ -473,7 +473,7 @@ def test_the_section_reads_the_shapes_at_the_shared_groups() -> None:
         setup, {"affine": "per-element", "gamma": 2.0, "beta": 1.0}, no_progress
     )
     table = affine_section.SECTION.table(res).set_index("method")
-    assert table.loc["GroupNorm", "torch module"] == "nn.GroupNorm(2, 8, eps=1e-5)"
+    assert table.loc["GroupNorm", "torch module"] == "nn.GroupNorm(2, 8, eps=1e-05)"
     assert table.loc["LayerNorm", "γ: .weight.shape"] == "(8,)"  # LayerNorm(C) in (B, T, C)
     notes = affine_section.SECTION.notes(res)
     assert notes[0].startswith("BatchNorm's γ has torch's shape (8,): 8 values, one per channel.")
@@ -679,8 +679,8 @@ def test_feature_dims_batchnorm_note_follows_torch(layout: str) -> None:
     shape = (8, 6, 16) if layout == "BTC" else (8, 16, 4, 4)
     x = generate("outliers", layout, shape, seed=1).double()
     res = fd.feature_dims(x.numpy(), layout)
-    note = fd.notes(res)[-1] if "batch" not in res.refused else ""
-    assert note.startswith("**BatchNorm**")
+    assert "batch" not in res.refused
+    note = next(n for n in fd.notes(res) if n.startswith("**BatchNorm**"))
     d = res.found.top[0]
     # torch: BatchNorm with γ_c = √(σ_c² + ε) (and β_c = μ_c), in training mode
     xt = x.transpose(1, 2) if layout == "BTC" else x

@@ -240,15 +240,19 @@ class Settings:
         Raises:
             NormConfigError: with the numbers to change.
         """
+        self.check_size()
+        kw = self.norm_kwargs(method)
+        kw.pop("eps")
+        return contract(method or self.method, self.layout, self.shape, **kw)  # type: ignore[arg-type]
+
+    def check_size(self) -> None:
+        """Raise NormConfigError over the element cap (a method without statistics too)."""
         if self.n_elements > max_elements():
             raise NormConfigError(
                 f"{LAYOUTS[self.layout].shape_text(self.shape)} has {self.n_elements:,} elements, "
                 f"over the app's cap of {max_elements():,}: "
                 + (SOURCES[self.data].shrink if self.real else "make an axis smaller")
             )
-        kw = self.norm_kwargs(method)
-        kw.pop("eps")
-        return contract(method or self.method, self.layout, self.shape, **kw)  # type: ignore[arg-type]
 
     def check(self, method: str | None = None) -> None:
         """Raise NormConfigError when this combination cannot run (cap, groups, ...)."""

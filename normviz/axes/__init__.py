@@ -14,7 +14,18 @@ Every section runs on one `AxesSetup` (the shared settings resolved to a
 
 from __future__ import annotations
 
-from normviz.axes import block, card, code, confusions, custom, flat, group, multiples, reshape
+from normviz.axes import (
+    block,
+    card,
+    code,
+    confusions,
+    custom,
+    flat,
+    group,
+    multiples,
+    pointwise,
+    reshape,
+)
 from normviz.axes.cells import (
     CELL_KNOBS,
     AxesSetup,
@@ -77,5 +88,6 @@ __all__ = [
     "group_slices",
     "linked_cell_warnings",
     "multiples",
+    "pointwise",
     "reshape",
 ]

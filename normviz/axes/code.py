@@ -1,6 +1,6 @@
 """The verified torch code: the snippet a user would write for the setting, run live.
 
-The snippet is built from the registry's torch reference (`Method.torch_module`),
+The snippet is built from the registry's torch reference (`Method.torch_text`),
 executed on the page's own tensor, and compared with `normalize()`: the page only
 shows code that it has just seen match.
 """
@@ -35,7 +35,6 @@ class Verification:
 def torch_code(con: Contract, eps: float = 1e-5) -> str:
     """A snippet that reads a tensor `x` of the contract's shape and assigns the normalized `y`."""
     lay = con.layout_obj
-    sizes = dict(zip(lay.axes, con.shape, strict=True))
     head = ["import torch", "from torch import nn", "", f"# x: {lay.shape_text(con.shape)}"]
     if con.method == "custom":
         dims = tuple(lay.axes.index(a) for a in con.reduced)
@@ -53,9 +52,9 @@ def torch_code(con: Contract, eps: float = 1e-5) -> str:
             ]
         return "\n".join(head + body) + "\n"
     m = con.method_obj
-    ctor = m.torch_module[con.layout].format(G=con.groups, eps=repr(eps), **sizes)
+    ctor = m.torch_text(con.layout, con.shape, con.groups if m.grouped else None, eps)
     body = [f"norm = {ctor}"]
-    if m.torch_channel_first and not lay.channel_first:
+    if m.torch[con.layout].channel_first and not lay.channel_first:
         t = lay.channel_axis
         body += [
             f"# {ctor.split('(')[0]} wants channels at dim 1: "

@@ -194,13 +194,12 @@ def torch_batchnorm(
     layout: str, C: int, eps: float = 1e-5, momentum: float | None = 0.1
 ) -> nn.Module:
     """The registry's torch reference for BatchNorm in this layout (BatchNorm1d or BatchNorm2d)."""
-    name = METHODS["batch"].torch_module[layout].split("(")[0].removeprefix("nn.")
-    return getattr(nn, name)(C, eps=eps, momentum=momentum)
+    return METHODS["batch"].torch[layout].cls(C, eps=eps, momentum=momentum)
 
 
 def to_torch_layout(x: torch.Tensor, layout: str) -> torch.Tensor:
     """Channels at dim 1, as torch's BatchNorm wants them: (B, T, C) -> (B, C, T)."""
-    if METHODS["batch"].torch_channel_first and not LAYOUTS[layout].channel_first:
+    if METHODS["batch"].torch[layout].channel_first and not LAYOUTS[layout].channel_first:
         return x.transpose(1, 2)
     return x
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from normviz.knobs import Value
-from normviz.methods import METHODS, STANDARD_METHODS
+from normviz.methods import METHODS, listed
 from normviz.sections import Progress, Section
 from normviz.text import reduces_text, train_eval_text, yes_no
 
@@ -30,13 +30,13 @@ class Comparison:
 
 
 def run(setup: object, knobs: Mapping[str, Value], progress: Progress) -> Comparison:
-    return Comparison("NCHW", tuple(STANDARD_METHODS))
+    return Comparison("NCHW", listed("guide"))
 
 
 def comparison_table(layout: str = "NCHW") -> pd.DataFrame:
     """The comparison table from the registry: what each method pools, and when to use it."""
     rows = []
-    for key in STANDARD_METHODS:
+    for key in listed("guide"):
         m = METHODS[key]
         rows.append(
             {

@@ -68,6 +68,10 @@ class _OwnThreadTracer(fx.Tracer):
             return forward(*args, **kwargs)
         return super().call_module(m, forward, args, kwargs)
 
+    def is_leaf_module(self, m: nn.Module, module_qualified_name: str) -> bool:
+        # a normalization outside torch.nn (the registry's DyT) is one node, like torch's own
+        return method_of(m) is not None or super().is_leaf_module(m, module_qualified_name)
+
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict[str, Any]) -> Any:
         if threading.get_ident() != self._owner:
             return attr_val
@@ -250,6 +254,8 @@ def _describe_axes(
     method: str, shape: tuple[int, ...] | None, module: nn.Module
 ) -> tuple[str, str]:
     """(pooled axes, kept axes) named in the registry's layout letters when the shape fits one."""
+    if METHODS[method].kind == "elementwise":
+        return "nothing (no statistics)", "every dim"
     groups = getattr(module, "num_groups", None) if METHODS[method].grouped else None
     for layout in LAYOUTS.values():
         if shape is None or len(shape) != layout.rank:

@@ -30,13 +30,9 @@ class AuditError(NormConfigError):
 
 # ---- which torch module is which registry method -----------------------------------
 
-# Order matters: the first isinstance match wins.
-NORM_TYPES: tuple[tuple[type[nn.Module], str], ...] = (
-    (nn.modules.batchnorm._BatchNorm, "batch"),  # BatchNorm1d/2d/3d, SyncBatchNorm
-    (nn.modules.instancenorm._InstanceNorm, "instance"),
-    (nn.GroupNorm, "group"),
-    (nn.LayerNorm, "layer"),
-    (nn.RMSNorm, "rms"),
+# The registry's audit types, in registry order: the first isinstance match wins.
+NORM_TYPES: tuple[tuple[type[nn.Module], str], ...] = tuple(
+    (cls, key) for key, m in METHODS.items() for cls in m.audit_types
 )
 WEIGHT_LAYERS: tuple[type[nn.Module], ...] = (nn.Linear, nn.modules.conv._ConvNd)
 

@@ -356,8 +356,33 @@ def extras(rec: Recommendation) -> Sequence[Extra]:
         out.append(
             Extra("caption", f"Also worth a look: {rec.alt_label}, {rec.alternative_reason}")
         )
+    if "transformer" in rec.path:
+        out.append(Extra("caption", dyt_note()))
     out.append(Extra("graphviz", flowchart_dot(rec)))
     return out
+
+
+# ImageNet-1K top-1 (%), LayerNorm → DyT, as the DyT authors report them (their README's table)
+DYT_IMAGENET: tuple[tuple[str, float, float], ...] = (
+    ("ViT-B", 82.3, 82.5),
+    ("ViT-L", 83.1, 83.6),
+    ("ConvNeXt-B", 83.7, 83.7),
+)
+
+
+def dyt_note() -> str:
+    """DyT, the norm-free option for transformers: the authors' claim and its caveat."""
+    runs = ", ".join(f"{name} {ln:.1f} → {dyt:.1f}" for name, ln, dyt in DYT_IMAGENET)
+    gains = [dyt - ln for _, ln, dyt in DYT_IMAGENET]
+    verdict = "matches or beats" if min(gains) >= 0 else "trails in places"
+    return (
+        f"Or no statistics at all: {METHODS['dyt'].label} ({cite('zhu2025')}) replaces each "
+        f"norm with γ·tanh(α·x) + β. The authors report ImageNet-1K top-1 with LayerNorm → "
+        f"DyT of {runs} (%): it {verdict} LayerNorm there, by at most "
+        f"{max(gains):.1f} points. Later work finds the effect regime-dependent "
+        f"({cite('verma2026')}: on GPT-2-style models it lowered validation loss with very "
+        "little training data and raised it with more), so measure it on your own setting."
+    )
 
 
 GUIDE = Section(

@@ -16,13 +16,11 @@ import torch
 from normviz.choose.findings import AuditError, bias_is_needless
 from normviz.methods import METHODS
 
+# The registry's name hints (the first match wins), then any "norm" as LayerNorm or RMSNorm:
+# the name alone cannot tell those two apart.
 _NAME_HINTS: tuple[tuple[str, str], ...] = (
-    (r"(^|[._])(bn|batchnorm|batch_norm)\d*($|[._])", "batch"),
-    (r"(^|[._])(gn|groupnorm|group_norm)\d*($|[._])", "group"),
-    (r"(^|[._])(in|instancenorm|instance_norm)\d*($|[._])", "instance"),
-    (r"rms", "rms"),
-    (r"(^|[._])(ln|layernorm|layer_norm|ln_f|ln_\d+)\d*($|[._])", "layer"),
-    (r"norm", "layer"),  # LayerNorm or RMSNorm; the name alone cannot tell
+    *((m.name_hint, k) for k, m in METHODS.items() if m.name_hint),
+    (r"norm", "layer"),
 )
 _BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
 

@@ -21,6 +21,7 @@ from normviz.distributions import (
     massive,
     rms_layer,
     sample_scale,
+    squash,
     uncontrolled,
 )
 from normviz.distributions.setup import (
@@ -146,6 +147,7 @@ __all__ = [
     "part_note",
     "sections_for",
     "setup_for",
+    "squash",
     "title",
     "upload_note",
 ]

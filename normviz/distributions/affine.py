@@ -72,14 +72,14 @@ def affine_params(kind: AffineKind, C: int, gamma: float, beta: float) -> tuple[
 
 
 def torch_ctor(method: str, layout: str, shape: tuple[int, ...], groups: int) -> str:
-    """The registry's torch constructor for `method` at `shape`: `nn.GroupNorm(2, 8, eps=1e-5)`."""
-    sizes = dict(zip(LAYOUTS[layout].axes, shape, strict=True))
-    return METHODS[method].torch_module[layout].format(G=groups, eps="1e-5", **sizes)
+    """The registry's torch constructor for `method` at `shape`: `nn.GroupNorm(2, 8, eps=1e-05)`."""
+    g = groups if METHODS[method].grouped else None
+    return METHODS[method].torch_text(layout, shape, g)
 
 
 def torch_module(method: str, layout: str, shape: tuple[int, ...], groups: int) -> nn.Module:
-    """torch's module for `method` at `shape`, built from the registry's constructor."""
-    return eval(torch_ctor(method, layout, shape, groups), {"nn": nn})  # our text, not a user's
+    """torch's module for `method` at `shape`, built by the registry's factory."""
+    return METHODS[method].build(layout, shape, groups if METHODS[method].grouped else None)
 
 
 def torch_gamma(method: str, layout: str, shape: tuple, groups: int) -> tuple[tuple, bool]:

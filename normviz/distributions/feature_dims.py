@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
+import torch
 
 from normviz import style
 from normviz.core import normalize
@@ -23,12 +24,11 @@ from normviz.errors import NormConfigError
 from normviz.figures.spec import Spec, trace
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
-from normviz.methods import METHODS
+from normviz.methods import METHODS, listed
 from normviz.pretrained import Outliers, outliers
 from normviz.sections import Progress, Section
 
-AFTER = ("layer", "rms", "batch")  # the methods compared, in the chart's order
-SYMBOLS = {"input": "circle", "layer": "diamond", "rms": "square", "batch": "x"}
+AFTER = listed("outliers")  # the methods compared, in the chart's order (the registry's)
 
 INTRO = (
     "Each channel's root mean square (over every other axis), on a log scale: the input, "
@@ -77,7 +77,7 @@ def feature_dims(x: np.ndarray, layout: str, eps: float = 1e-5) -> FeatureDims:
     after, refused = {}, {}
     for m in AFTER:
         try:
-            after[m] = _channel_rms(normalize(x, m, layout, eps=eps).output.numpy(), c)
+            after[m] = _channel_rms(output(x, m, layout, eps), c)
         except NormConfigError as e:
             refused[m] = str(e)
     restored = restored_all = None
@@ -94,6 +94,15 @@ def feature_dims(x: np.ndarray, layout: str, eps: float = 1e-5) -> FeatureDims:
     return FeatureDims(layout, found, after, refused, held, restored, restored_all)
 
 
+def output(x: np.ndarray, method: str, layout: str, eps: float = 1e-5) -> np.ndarray:
+    """x after a fresh layer of `method` (γ = 1, β = 0): normalize() for a method with
+    statistics, the registry's reference module for an elementwise one."""
+    if METHODS[method].kind == "elementwise":
+        with torch.no_grad():
+            return METHODS[method].apply(torch.from_numpy(x), layout, eps=eps).numpy()
+    return normalize(x, method, layout, eps=eps).output.numpy()
+
+
 @gated
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> FeatureDims:
     return feature_dims(input_tensor(setup).numpy(), setup.layout, setup.eps)
@@ -102,8 +111,10 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Feature
 def figure(res: FeatureDims, presenter: bool) -> go.Figure:
     fig = Spec()
     series = {"input": res.found.rms, **res.after}
-    for i, (name, rms) in enumerate(series.items()):
+    for name, rms in series.items():
         label = "input" if name == "input" else f"after {METHODS[name].label}"
+        colour = style.BEFORE if name == "input" else style.METHOD_COLOURS[name]
+        symbol = style.METHOD_SYMBOLS["none" if name == "input" else name]
         fig.add_trace(
             trace(
                 "scatter",
@@ -111,7 +122,7 @@ def figure(res: FeatureDims, presenter: bool) -> go.Figure:
                 y=np.maximum(rms, 1e-6),
                 mode="markers",
                 name=label,
-                marker={"symbol": SYMBOLS[name], "size": 7, "color": style.PALETTE[i]},
+                marker={"symbol": symbol, "size": 7, "color": colour},
             )
         )
     fig.update_layout(
@@ -174,6 +185,14 @@ def notes(res: FeatureDims) -> Sequence[str]:
             f"**BatchNorm** standardizes each channel on its own, so with γ = 1 (a fresh "
             f"layer) every channel leaves with {rms}: channel {d} at {_ratio(spread, d):.1f}× "
             f"the median, the outliers' size gone from the output.{back}"
+        )
+    for m in (m for m in res.after if METHODS[m].kind == "elementwise"):
+        r = _ratio(res.after[m], d)
+        how = "squashed" if r < _ratio(f.rms, d) / 1.1 else "not squashed"
+        out.append(
+            f"**{METHODS[m].label}** computes no statistic: each value goes through its curve "
+            f"on its own, so channel {d} is {how}, at {r:.1f}× the median channel afterwards "
+            f"({_ratio(f.rms, d):.0f}× in the input), and no other channel is rescaled by it."
         )
     out += [f"**{METHODS[m].label}** cannot run here: {why}." for m, why in res.refused.items()]
     return tuple(out)

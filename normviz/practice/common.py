@@ -20,10 +20,10 @@ import numpy as np
 from normviz.core import Contract, contract, group_ids
 from normviz.errors import NormConfigError
 from normviz.layouts import LAYOUTS
-from normviz.methods import METHODS
+from normviz.methods import METHODS, listed
 
 FORMS = ("cells", "choice", "numbers")
-EVERY_METHOD = tuple(METHODS)  # the five layers and custom axes, in registry order
+EVERY_METHOD = (*listed("practice"), "custom")  # the registry's practice list, and custom axes
 MAX_ANSWER_CHARS = 2000  # a longer answer string is refused before it is parsed
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 
 from normviz.core import normalize
+from normviz.methods import listed
 from normviz.practice.common import Case, Exercise, cell_name, pick, random_case, rng_for
 from normviz.practice.show import contract_words, fmt, section, term
 
@@ -23,7 +24,7 @@ INTRO = (
     "√(σ² + ε) + β (RMSNorm: y = γ·x / √(mean square + ε), with no β: nn.RMSNorm has no "
     "bias)."
 )
-POOL = ("batch", "layer", "instance", "group", "rms")
+POOL = listed("practice")
 EPS = 1e-5
 MAX_GROUP = 8  # values in the marked cell's group: a hand computation stays short
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from normviz.methods import METHODS
+from normviz.methods import METHODS, listed
 from normviz.practice.common import Exercise, pick, rng_for
 from normviz.practice.show import section
 from normviz.sources import cite
@@ -33,7 +33,7 @@ def _methods(*keys: str) -> tuple[tuple[str, str], ...]:
     return tuple((k, METHODS[k].label) for k in keys)
 
 
-ALL = _methods("batch", "layer", "instance", "group", "rms")
+ALL = _methods(*listed("practice"))
 QUESTIONS: tuple[Question, ...] = (
     Question(
         "detection",

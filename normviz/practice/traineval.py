@@ -39,15 +39,13 @@ LINK = ("batchnorm", "the BatchNorm lab")
 
 def _module(case: Case) -> str:
     """`BatchNorm2d(4)`: the torch module for the case (the default ε left out)."""
-    sizes = dict(zip(LAYOUTS[case.layout].axes, case.shape, strict=True))
-    ctor = METHODS[case.method].torch_module[case.layout]
-    return ctor.format(**sizes, G=case.groups, eps="1e-05").replace(", eps=1e-05", "")
+    return METHODS[case.method].torch_text(case.layout, case.shape, case.groups, eps=None)
 
 
 def _call(case: Case) -> str:
     """The call as torch needs it: channel-first modules see (B, C, T), as the axes code shows."""
     lay = LAYOUTS[case.layout]
-    if METHODS[case.method].torch_channel_first and not lay.channel_first:
+    if METHODS[case.method].torch[case.layout].channel_first and not lay.channel_first:
         t = lay.channel_axis
         return f"norm(x.transpose(1, {t})).transpose(1, {t})"
     return "norm(x)"

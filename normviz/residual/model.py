@@ -18,7 +18,7 @@ from torch import nn
 
 from normviz.errors import NormConfigError
 from normviz.knobs import Knob, Value
-from normviz.methods import METHODS
+from normviz.methods import METHODS, listed
 
 PLACEMENTS: tuple[str, ...] = ("pre", "post", "none")
 PLACEMENT_LABELS: dict[str, str] = {
@@ -26,7 +26,7 @@ PLACEMENT_LABELS: dict[str, str] = {
     "post": "post-norm",
     "none": "no normalization",
 }
-NORMS: tuple[str, ...] = ("layer", "rms")  # METHODS keys that sit in a residual stream
+NORMS: tuple[str, ...] = listed("residual")  # METHODS keys that sit in a residual stream
 BLOCKS: dict[str, str] = {
     "mlp": "MLP block: Linear → ReLU → Linear",
     "mixer": "attention-free transformer block: token-mixing MLP, then feature MLP",
@@ -82,7 +82,7 @@ def check_int(name: str, value: object, lo: int, hi: int) -> None:
 
 def _norm_module(norm: str, d: int) -> nn.Module:
     # the torch layers themselves, so the page demonstrates what a model would use
-    return nn.LayerNorm(d) if norm == "layer" else nn.RMSNorm(d, eps=1e-5)
+    return METHODS[norm].build("BTC", (1, 1, d), eps=1e-5)
 
 
 class FeatureMLP(nn.Module):

@@ -10,6 +10,7 @@ their weights and must reproduce their training to float tolerance.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from dataclasses import dataclass
 
@@ -18,13 +19,13 @@ from torch import nn
 
 from normviz.core import Contract, contract
 from normviz.errors import NormConfigError
-from normviz.methods import METHODS
+from normviz.methods import METHODS, listed
 from normviz.training.data import CLASSES
 
 EPS = 1e-5  # every layer's ε (normviz's default; nn.RMSNorm's own default differs)
-NORMS: tuple[str, ...] = ("none", "batch", "layer", "group", "instance", "rms")
+NORMS: tuple[str, ...] = ("none", *listed("training"))  # the registry's "training" list
 NORM_LABELS: dict[str, str] = {"none": "no norm", **{k: METHODS[k].label for k in NORMS[1:]}}
-MLP_NORMS: tuple[str, ...] = ("none", "batch", "layer", "group", "rms")  # InstanceNorm: T = 1
+MLP_NORMS: tuple[str, ...] = ("none", *listed("training-mlp"))  # InstanceNorm: T = 1
 
 
 @dataclass(frozen=True)
@@ -104,21 +105,21 @@ class GhostBatchNorm(nn.Module):
 
 def norm_layer(norm: str, net: Net, layer: Layer, momentum: float | None = 0.1, ghost: int = 0):
     """The torch.nn module for `norm` after `layer` (nn.Identity for "none")."""
-    c, sp = layer.c_out, layer.spatial
     if norm == "none":
         return nn.Identity()
-    if norm == "batch":
-        bn = (nn.BatchNorm2d if sp else nn.BatchNorm1d)(c, eps=EPS, momentum=momentum)
-        return GhostBatchNorm(bn, ghost) if ghost else bn
-    if norm == "layer":
-        return nn.LayerNorm((c, *sp), eps=EPS)
-    if norm == "group":
-        return nn.GroupNorm(net.groups, c, eps=EPS)
-    if norm == "instance":
-        return nn.InstanceNorm2d(c, eps=EPS, affine=True)
-    if norm == "rms":
-        return nn.RMSNorm((c, *sp), eps=EPS)
-    raise NormConfigError(f"unknown normalization {norm!r}: use one of {', '.join(NORMS)}")
+    if norm not in NORMS:
+        raise NormConfigError(f"unknown normalization {norm!r}: use one of {', '.join(NORMS)}")
+    m = METHODS[norm]
+    # the MLP's (B, C) activation is BTC with T = 1 to the registry; the CNN's is NCHW
+    layout = "NCHW" if layer.spatial else "BTC"
+    shape = (1, layer.c_out, *layer.spatial) if layer.spatial else (1, 1, layer.c_out)
+    # every norm here learns γ and β (InstanceNorm too: affine=True), and BatchNorm's
+    # running statistics take the lab's momentum
+    flags = inspect.signature(m.torch[layout].cls).parameters
+    kw = {"affine": True} if "affine" in flags else {}
+    kw |= {"momentum": momentum} if "momentum" in flags else {}
+    mod = m.build(layout, shape, net.groups if m.grouped else None, EPS, **kw)
+    return GhostBatchNorm(mod, ghost) if ghost and m.batch_dependent else mod
 
 
 def build(
