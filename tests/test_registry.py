@@ -21,7 +21,8 @@ from types import ModuleType
 import pytest
 import streamlit as st
 import torch
-from conftest import assert_clean, knob_value, run_app
+from conftest import assert_clean, run_app
+from keys import setting
 from torch import nn
 
 import normviz.methods
@@ -171,4 +172,4 @@ def test_every_page_renders_with_the_entry(patched, page: str) -> None:
     at = run_app(page, {"method": "scaled"}, timeout=180)
     assert_clean(at)
     if "method" in controls("" if page == "home" else page):  # the sidebar took the link's value
-        assert knob_value(at, "method") == "scaled"
+        assert setting(at, "method") == "scaled"
