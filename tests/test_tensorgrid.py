@@ -51,7 +51,7 @@ def test_the_shipped_groups_and_numbers_are_torchs(method: str, layout: str) -> 
     assert (np.equal.outer(local, local) == np.equal.outer(ids, ids)).all()
     assert len(grid.var) == len(grid.mean) == len(set(ids.tolist()))  # one pair per group
     x = generate(setup.data, layout, shape, setup.seed)
-    mod, apply = torch_module(method, layout, shape)
+    _, apply = torch_module(method, layout, shape)
     y = apply(x).reshape(-1)
     assert np.allclose(grid.values, x.reshape(-1).numpy())
     flat = x.reshape(-1).double()

@@ -181,7 +181,9 @@ def test_axe_finds_no_serious_violation_in_the_grid(browser, counted) -> None:
     ctx, p = _open(browser, url, "group")
     try:
         p.locator(f"{KEY} [role=gridcell]").nth(9).hover()
-        results = Axe().run(p, context={"include": [[KEY]]}, options={"resultTypes": ["violations"]})
+        results = Axe().run(
+            p, context={"include": [[KEY]]}, options={"resultTypes": ["violations"]}
+        )
         found = [
             f"{v['id']} ({v['impact']}): {n['target']}"
             for v in results.response["violations"]
