@@ -17,7 +17,7 @@ import torch
 from conftest import ROOT, assert_no_exception, serve, wait_done
 from test_axes_numbers import torch_module
 
-from normviz import group_ids
+from normviz import LAYOUTS, group_ids
 from normviz.data import generate
 from ui.route import RUN_LOG
 
@@ -65,16 +65,17 @@ def _index(cell: tuple[int, ...]) -> int:
     return int(np.ravel_multi_index(cell, SHAPE))
 
 
+def _lit(p, key: str) -> list[int]:
+    """The grid's cells lit as the hovered, tapped or focused cell's group."""
+    lit = p.locator(f"{key} .tg-cell.tg-in")  # locators reach into the open shadow root
+    return sorted(int(lit.nth(k).get_attribute("data-i")) for k in range(lit.count()))
+
+
 def _check_shown(p, method: str, cell: tuple[int, ...]) -> None:
     """The lit cells are `cell`'s group, and the panel shows its x, μ, σ² and torch's y."""
     ids = group_ids(method, "BTC", SHAPE, GROUPS if method == "group" else None).reshape(-1)
     want = sorted(np.flatnonzero(ids == ids[_index(cell)]).tolist())
-    lit = p.evaluate(
-        """k => [...document.querySelector(k).querySelector('[data-testid=stBidiComponentIsolated]')
-               .shadowRoot.querySelectorAll('.tg-cell.tg-in')].map(c => Number(c.dataset.i))""",
-        KEY,
-    )
-    assert sorted(lit) == want
+    assert _lit(p, KEY) == want
     info = p.locator(f"{KEY} .tg-info").inner_text()
     name = ", ".join(f"{a}={i}" for a, i in zip("BTC", cell, strict=True))
     assert f"Cell {name}:" in info, info
@@ -192,5 +193,110 @@ def test_axe_finds_no_serious_violation_in_the_grid(browser, counted) -> None:
         ]
         assert not found, found
         assert p.locator(f"{KEY} [role=grid]").get_attribute("aria-label").startswith("GroupNorm")
+    finally:
+        ctx.close()
+
+
+# ---- /practice: every grid kind ---------------------------------------------------------------
+
+
+def _practice(browser, url: str, kind: str, touch: bool):
+    ctx = browser.new_context(
+        viewport={"width": 390, "height": 844} if touch else {"width": 1400, "height": 900},
+        has_touch=touch,
+        is_mobile=touch,
+    )
+    p = ctx.new_page()
+    p.set_default_timeout(120_000)
+    p.goto(f"{url}/practice?kind={kind}&seed=0")
+    wait_done(p, 120_000)
+    key = f".st-key-pr_grid_{kind}-0"
+    p.locator(f"{key} [role=gridcell]").first.wait_for()
+    return ctx, p, key
+
+
+def _tap(p, cell) -> None:
+    cell.scroll_into_view_if_needed()
+    r = cell.bounding_box()
+    p.touchscreen.tap(r["x"] + r["width"] / 2, r["y"] + r["height"] / 2)
+
+
+def _selected(p, key: str) -> list[int]:
+    sel = p.locator(f"{key} [role=gridcell][aria-selected=true]")
+    return sorted(int(sel.nth(k).get_attribute("data-i")) for k in range(sel.count()))
+
+
+def test_practice_cells_one_tap_picks_exactly_the_tapped_cell(browser, counted) -> None:
+    from normviz import practice
+
+    url, _ = counted
+    ctx, p, key = _practice(browser, url, "cells", touch=True)
+    try:
+        ex = practice.exercise("cells", 0)
+        names = practice.cell_names(ex.case)
+        picked: list[int] = []
+        for i in [1, 4, 1, ex.n_cells - 1]:
+            _tap(p, p.locator(f"{key} [role=gridcell]").nth(i))
+            picked = sorted(set(picked) ^ {i})
+            assert _selected(p, key) == picked  # at once, in the browser
+            box = p.locator(".st-key-pr_cells_cells-0")
+            p.wait_for_function(
+                "([sel, want]) => want.every(([n, on]) =>"
+                " document.querySelector(sel).innerText.includes(n) === on)",
+                arg=[".st-key-pr_cells_cells-0", [[names[k], k in picked] for k in (1, 4)]],
+            )
+            wait_done(p, 120_000)
+            assert _selected(p, key) == picked, box.inner_text()  # and after the rerun
+        assert_no_exception(p)
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("touch", [False, True], ids=["keys", "tap"])
+def test_practice_name_lights_the_pattern_s_group(browser, counted, touch: bool) -> None:
+    from normviz import practice
+
+    url, log = counted
+    ctx, p, key = _practice(browser, url, "name", touch=touch)
+    try:
+        ex = practice.exercise("name", 0)
+        ids = ex.case.ids().reshape(-1)
+        runs = _runs(log)
+        cells = p.locator(f"{key} [role=gridcell]")
+        n_cols = int(np.prod(ex.case.shape[2:]))
+        i = n_cols  # row 1, column 0
+        if touch:
+            _tap(p, cells.nth(i))
+        else:
+            cells.first.focus()
+            p.keyboard.press("ArrowDown")
+            p.keyboard.press("Enter")  # a grid for looking: nothing to pick
+        assert _lit(p, key) == sorted(np.flatnonzero(ids == ids[i]).tolist())
+        assert _selected(p, key) == []
+        p.wait_for_timeout(500)
+        assert _runs(log) == runs  # looking costs the server nothing
+    finally:
+        ctx.close()
+
+
+@pytest.mark.parametrize("kind", ["compute", "count"])
+def test_practice_number_grids_show_cells_and_pick_nothing(browser, counted, kind: str) -> None:
+    from normviz import practice
+
+    url, log = counted
+    ctx, p, key = _practice(browser, url, kind, touch=True)
+    try:
+        ex = practice.exercise(kind, 0)
+        axes = LAYOUTS[ex.case.layout].axes
+        runs = _runs(log)
+        _tap(p, p.locator(f"{key} [role=gridcell]").nth(2))
+        info = p.locator(f"{key} .tg-info").inner_text()
+        cell = np.unravel_index(2, ex.case.shape)
+        want = ", ".join(f"{a}={i}" for a, i in zip(axes, cell, strict=True))
+        assert info.startswith(f"Cell {want}"), info
+        assert "μ" not in info and "σ²" not in info  # the answer is not given away
+        assert _selected(p, key) == []
+        p.wait_for_timeout(500)
+        assert _runs(log) == runs
     finally:
         ctx.close()

@@ -62,8 +62,9 @@ def picked_cell(key: str, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     return safe.cell(got.get("cell") if isinstance(got, dict) else None, shape)
 
 
-def picked_cells(key: str, n: int) -> list[int]:
-    """The window cells the last pick left picked (each in 0..n−1, once, sorted)."""
+def picked_cells(key: str, n: int) -> list[int] | None:
+    """The window cells the last pick left picked (those in 0..n−1, once, sorted); None
+    when the pick is not a list of cells."""
     got = _pick(key)
     raw = got.get("cells") if isinstance(got, dict) else None
-    return sorted(safe.offered_all(raw, range(n)))
+    return sorted(safe.offered_all(raw, range(n))) if isinstance(raw, list) else None

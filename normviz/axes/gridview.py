@@ -30,10 +30,33 @@ from normviz.axes.cells import AxesSetup
 from normviz.core import Refusal, apply_contract
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
+from normviz.practice import grid as pgrid
+from normviz.practice.common import Exercise, Verdict
 from normviz.sections import Progress, Section
 
 VALUE_STEPS = 33  # colours of the diverging value scale (odd: 0 has its own, white)
 PICK_MODES = ("one", "many", "none")  # a pick selects one cell, toggles cells, or nothing
+AXES_LEGEND = (
+    "✕ marks the selected cell; its group is at full colour, outlined, the rest faded. "
+    "Hover, tap or move with the arrow keys to see any cell's group and numbers; click, "
+    "tap or press Enter to select it."
+)
+PICK_LEGEND = (
+    "Click or tap a cell (or move with the arrow keys and press Enter) to pick or unpick it."
+)
+# the marks' colours, as the practice figures had them (style.py holds every colour)
+MARK_COLOURS = {
+    "selected": style.SELECTED,
+    "picked": pgrid.PICKED,
+    "missed": pgrid.MISSED,
+    "extra": pgrid.EXTRA,
+}
+MARK_WORDS = {
+    "marked": "black outline: the marked cell",
+    "picked": "sky blue: picked",
+    "missed": "green outline: missed (in the group, not picked)",
+    "extra": "vermillion ✕: extra (picked, not in the group)",
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,7 @@ class Grid:
     picked: tuple[int, ...] = ()  # the picked cells (pick="many"), window indices
     marks: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (marked|missed|extra, cells)
     note: str = ""  # what the window leaves out ("" when everything is drawn)
+    legend: str = ""  # what the marks mean and what a pick does, under the grid
     alt: tuple[str, ...] = field(default=(), compare=False)  # the grid in sentences
 
     @property
@@ -111,6 +135,8 @@ class Grid:
             "eps": self.eps,
             "marks": {k: list(v) for k, v in self.marks},
             "note": self.note,
+            "legend": self.legend,
+            "colours": MARK_COLOURS,
         }
         sig = hashlib.sha1(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
         return body | {"sig": sig, "selected": self.selected, "picked": list(self.picked)}
@@ -194,6 +220,7 @@ def axes_grid(setup: AxesSetup, knobs: Mapping[str, Value]) -> Grid:
         m=con.group_size,
         eps=float(setup.eps),
         note=win.note(),
+        legend=AXES_LEGEND,
         alt=tuple(flat.alt(view)),
     )
     return grid_with_selection(grid, setup.selected)
@@ -215,3 +242,60 @@ SECTION = Section(
     run=run,
     knobs=flat.SECTION.knobs,
 )
+
+
+# ---- the practice page's grids ----------------------------------------------------------
+
+
+def exercise_grid(
+    ex: Exercise, picked: Sequence[int] = (), verdict: Verdict | None = None, open_: bool = False
+) -> Grid:
+    """An exercise's tensor as the grid: its colours and labels as the exercise shows them
+    (groups, values or none), the marked cell, the picked cells and, once graded, the
+    missed and extra ones. `open_`: cells can be picked (an open "cells" answer).
+
+    No μ or σ² ships (they would give away the answer to compute), and the groups ship
+    only where the exercise colours them (naming the method from the pattern).
+    """
+    case = ex.case
+    assert case is not None, "an exercise without a tensor has no grid"
+    n = ex.n_cells
+    palette = (*pgrid.GROUP_COLOURS, style.MUTED)
+    # numbered 1, 2, … in order of appearance, as the exercise's words number them
+    groups = local_groups(case.ids().reshape(-1))[0] + 1 if ex.colour == "groups" else None
+    if groups is not None:
+        fill = tuple(int(g - 1) % len(pgrid.GROUP_COLOURS) for g in groups)
+        text = tuple(str(int(g)) for g in groups)
+    else:
+        fill = (len(palette) - 1,) * n
+        text = tuple(f"{v:g}" for v in ex.values) if ex.colour == "values" else ()
+    marks = [("marked", (ravel(ex.marked, case.shape),))] if ex.marked is not None else []
+    if verdict is not None:
+        marks += [("missed", tuple(verdict.missed)), ("extra", tuple(verdict.extra))]
+    said = [k for k, cells in marks if cells] + (["picked"] if picked else [])
+    words = "; ".join(MARK_WORDS[k] for k in MARK_WORDS if k in said)
+    legend = " ".join(
+        w for w in ((words + ".") if words else "", PICK_LEGEND if open_ else "") if w
+    )
+    return Grid(
+        layout=case.layout,
+        shape=tuple(case.shape),
+        start=(0,) * len(case.shape),
+        size=tuple(case.shape),
+        palette=palette,
+        fill=fill,
+        label=f"The exercise's tensor {LAYOUTS[case.layout].shape_text(tuple(case.shape))}",
+        pick="many" if open_ else "none",
+        values=tuple(float(v) for v in ex.values) if ex.colour == "values" else (),
+        text=text,
+        group=() if groups is None else tuple(int(g - 1) for g in groups),
+        m=case.contract().group_size if groups is not None else 0,
+        picked=tuple(sorted(i for i in picked if 0 <= i < n)),
+        marks=tuple(marks),
+        legend=legend[:1].upper() + legend[1:],
+        alt=tuple(pgrid.grid_alt(ex, picked, verdict)),
+    )
+
+
+def ravel(cell: Sequence[int], shape: Sequence[int]) -> int:
+    return int(np.ravel_multi_index(tuple(cell), tuple(shape)))

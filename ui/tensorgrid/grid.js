@@ -91,6 +91,7 @@ function build(root, d) {
   const rowAxes = d.axes.slice(0, d.rowDims);
   const colAxes = d.axes.slice(d.rowDims);
   root.innerHTML = "";
+  for (const [k, v] of Object.entries(d.colours || {})) root.style.setProperty(`--tg-${k}`, v);
   const note = document.createElement("p");
   note.className = "tg-note";
   note.textContent = d.note;
@@ -163,9 +164,8 @@ function build(root, d) {
   info.setAttribute("aria-live", "polite");
   const legend = document.createElement("p");
   legend.className = "tg-legend";
-  legend.textContent = d.group.length
-    ? "✕ the selected cell; its group at full colour, the rest faded. Hover, tap or use the arrow keys to see any cell's group; click, tap or press Enter to pick it."
-    : "Click or tap a cell (or move with the arrow keys and press Enter) to pick it.";
+  legend.textContent = d.legend;
+  legend.hidden = !d.legend;
   root.append(note, grid, info, legend);
   const groups = new Map();
   d.group.forEach((g, i) => {
@@ -216,9 +216,9 @@ function mark(st, d) {
   // the selection and the marks, from the data and this browser's picks
   const sel = st.selected;
   st.cells.forEach((c, i) => {
-    const picked = d.pick === "many" ? st.picked.has(i) : i === sel;
+    const picked = d.pick === "one" ? i === sel : st.picked.has(i);
     c.classList.toggle("tg-sel", d.pick === "one" && i === sel);
-    c.classList.toggle("tg-picked", d.pick === "many" && picked);
+    c.classList.toggle("tg-picked", d.pick !== "one" && picked);
     c.setAttribute("aria-selected", String(picked));
   });
   for (const [kind, list] of Object.entries(d.marks || {}))
