@@ -149,7 +149,11 @@ function build(root, d) {
       const fill = d.palette[d.fill[i]];
       cell.style.background = fill;
       cell.style.color = d.ink[d.fill[i]];
-      if (d.text.length) cell.textContent = d.text[i];
+      if (d.text.length) {
+        const label = document.createElement("span");  // above the fading veil: readable
+        label.textContent = d.text[i];
+        cell.appendChild(label);
+      }
       const group = d.group.length ? `, group ${d.group[i] + 1} of m = ${d.m}` : "";
       const x = d.values.length ? `, x = ${num(d.values[i])}` : "";
       const shown = d.text.length && !d.values.length ? `, ${d.text[i]}` : "";
