@@ -161,3 +161,32 @@ def test_every_layout_has_its_axis_names_in_the_payload() -> None:
     for layout, shape in SHAPES.items():
         grid = gridview.axes_grid(_setup("batch", layout, (0,) * len(shape)), {})
         assert grid.payload()["axes"] == list(LAYOUTS[layout].axes)
+
+
+def test_practice_mounts_the_grid_and_a_pick_fills_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from normviz import practice
+
+    at = run_app("practice", {"kind": "cells"})
+    assert_clean(at)
+    data = _grid_data(at)
+    assert data["pick"] == "many" and not data["var"] and not data["group"]  # no answer shipped
+    names = practice.cell_names(practice.exercise("cells", 0).case)
+    _pick(monkeypatch, at, "pr_grid_cells-0", {"cells": [4, 1]})
+    at.run()
+    assert_clean(at)
+    assert at.multiselect(key="pr_cells_cells-0").value == [names[1], names[4]]
+    assert _grid_data(at)["picked"] == [1, 4]
+
+
+CRAFTED_PICKS = [None, {"cells": "1"}, {"cells": [True, -1, 10**9, 1.5, "2"]}, {"cell": [0]}, 7]
+
+
+@pytest.mark.parametrize("value", CRAFTED_PICKS, ids=range(len(CRAFTED_PICKS)))
+def test_a_crafted_pick_on_practice_picks_no_cell(monkeypatch: pytest.MonkeyPatch, value) -> None:
+    at = run_app("practice", {"kind": "cells"})
+    _pick(monkeypatch, at, "pr_grid_cells-0", value)
+    at.run()
+    assert_clean(at)
+    assert at.multiselect(key="pr_cells_cells-0").value == []
