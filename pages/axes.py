@@ -9,21 +9,21 @@ import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import LAYOUTS, axes, elementwise
-from ui import onpage, route, runner, safe, state
+from normviz.axes import gridview
+from ui import onpage, route, runner, state, tensorgrid
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "axes"  # the URL path; its own URL parameters are axes.KNOBS
-FLAT_KEY = "axes_flat_view"  # the clickable chart's widget key
+FLAT_KEY = "axes_flat_view"  # the tensor grid's key (the flat view, answered in the browser)
 BLOCK, FLAT, GROUP = axes.SELECTION
 KNOB_LABELS = {k.name: k.label for k in axes.KNOBS}
 
 
-def _on_flat_click(layout: str, shape: tuple[int, ...]) -> None:
-    """A click in the flat view selects the cell its marker names."""
+def _on_pick(layout: str, shape: tuple[int, ...]) -> None:
+    """A pick in the grid (click, tap, Enter) selects that cell for the URL and the numbers."""
     # callbacks get the settings as arguments: they run before app.py draws the sidebar
-    points = safe.points(st.session_state.get(FLAT_KEY))  # a crafted event: no points
-    cell = axes.cell_from_point(points[0], shape) if points else None
+    cell = tensorgrid.picked_cell(FLAT_KEY, shape)  # a crafted value: None
     for k, i in zip(axes.cell_keys(layout), cell or (), strict=False):
         st.session_state[state.key(PAGE, k)] = i
 
@@ -60,17 +60,9 @@ def explorer(setup: axes.AxesSetup) -> None:
         runner.show(PAGE, BLOCK, setup, knobs, presenter)
     with right:
         st.markdown(FLAT.intro)
-        view = runner.result(PAGE, FLAT, setup, knobs)
-        drawn = None if view is None else runner.drawn(PAGE, FLAT, view, setup, knobs, presenter)
-        if drawn is not None:
-            fig, words = drawn
-            runner.chart(
-                fig,
-                FLAT_KEY,
-                words,
-                on_select=functools.partial(_on_flat_click, con.layout, con.shape),
-                selection_mode="points",
-            )
+        grid = runner.result(PAGE, gridview.SECTION, setup, knobs)
+        if grid is not None:
+            tensorgrid.show(grid, FLAT_KEY, functools.partial(_on_pick, con.layout, con.shape))
     st.subheader(GROUP.label)
     runner.show(PAGE, GROUP, setup, knobs, presenter)
 

@@ -69,6 +69,7 @@ def test_axe_finds_no_serious_violation(page, server, path: str) -> None:
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p or "home")
 def test_every_chart_has_a_text_alternative(page, server, path: str) -> None:
     _visit(page, server, path)
-    charts = page.locator("[data-testid=stPlotlyChart], [data-testid=stGraphVizChart]")
+    # the tensor grid (ui/tensorgrid.py, in its shadow root) is a chart as well
+    charts = page.locator("[data-testid=stPlotlyChart], [data-testid=stGraphVizChart], .tg-grid")
     alts = page.locator("[data-testid=stExpander] summary", has_text=ALT_LABEL)
     assert charts.count() == alts.count(), (charts.count(), alts.count())

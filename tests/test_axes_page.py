@@ -68,12 +68,14 @@ def test_default_page() -> None:
     at = run_app("axes")
     assert_clean(at)
     assert not at.error and not at.warning
-    block, flat, thumbs, groups = _charts(at)
+    block, thumbs, groups = _charts(at)
+    (grid,) = at.get("bidi_component")  # the flat view: the tensor grid (tests/test_tensorgrid.py)
+    flat = json.loads(grid.proto.json)
     # BatchNorm on (4, 6, 8): one statistic per feature from B·T = 24 values
     assert _count(_trace(block, "share μ")["x"]) == 24
     assert _count(_trace(block, "other cells")["x"]) == 4 * 6 * 8 - 24
     assert block["layout"]["scene"]["xaxis"]["title"]["text"].startswith("B: batch")
-    assert any(t["type"] == "heatmap" for t in flat["data"])
+    assert flat["size"] == [4, 6, 8] and flat["m"] == 24 and len(flat["var"]) == 8
     assert len([t for t in thumbs["data"] if t.get("fill") == "toself"]) == 2 * 5
     page = texts(at)
     assert "B=0, T=0, C=0" in page and "m = B·T = 24" in page
@@ -296,8 +298,10 @@ def test_largest_allowed_shape_runs_within_budget() -> None:
     assert_clean(at)
     page = texts(at)
     assert "omitted" in "\n".join(
-        a.get("text", "") for c in _charts(at)[:2] for a in c["layout"].get("annotations", [])
+        a.get("text", "") for c in _charts(at)[:1] for a in c["layout"].get("annotations", [])
     )
+    (grid,) = at.get("bidi_component")  # the flat view's window, labelled
+    assert "omitted" in json.loads(grid.proto.json)["note"]
     # LayerNorm over C = 1: one value per statistic, allowed by torch (output 0)
     assert "matches torch.nn.LayerNorm" in page
 
@@ -356,13 +360,6 @@ def _open(page, server: str, path: str) -> None:
     wait_done(page, timeout=180_000)
 
 
-def _flat_plot_box(page) -> dict:
-    """Bounding box of the flat view's plot area (its second chart's drag layer)."""
-    charts = page.locator("[data-testid=stPlotlyChart]")
-    charts.nth(1).locator(".nsewdrag").first.wait_for()
-    return charts.nth(1).locator(".nsewdrag").first.bounding_box()
-
-
 @pytest.mark.browser
 def test_axes_in_browser_click_selects_a_cell(page, server) -> None:
     # a fresh server's first visit to /axes must still go through app.py (sidebar, URL)
@@ -373,13 +370,8 @@ def test_axes_in_browser_click_selects_a_cell(page, server) -> None:
     assert_no_exception(page)
     assert page.get_by_text("B=0, T=0, C=0").count() >= 1
     screenshot(page, "axes")
-    box = _flat_plot_box(page)
-    rows, cols = 4 * 6, 8
-    row, col = 9, 5  # B=1, T=3, C=5
-    page.mouse.click(
-        box["x"] + (col + 0.5) * box["width"] / cols,
-        box["y"] + (row + 0.5) * box["height"] / rows,
-    )
+    # the flat view is the tensor grid: one cell per gridcell, row-major
+    page.locator(".st-key-axes_flat_view [role=gridcell]").nth((1 * 6 + 3) * 8 + 5).click()
     wait_done(page)
     page.get_by_text("B=1, T=3, C=5").first.wait_for(timeout=30_000)
     assert_no_exception(page)

@@ -36,11 +36,8 @@ def _click(text: str) -> Callable[..., None]:
 
 
 def _flat_cell(box, p) -> None:
-    """Click cell B=1, T=3, C=5 of the Axis Explorer's flat view (4·6 rows, 8 columns)."""
-    drag = box.locator(".nsewdrag").first
-    drag.wait_for()
-    r = drag.bounding_box()
-    p.mouse.click(r["x"] + 5.5 * r["width"] / 8, r["y"] + 9.5 * r["height"] / 24)
+    """Click cell B=1, T=3, C=5 of the Axis Explorer's flat view (the tensor grid)."""
+    box.locator("[role=gridcell]").nth((1 * 6 + 3) * 8 + 5).click()
 
 
 def _arrow_left(box, p) -> None:

@@ -238,25 +238,21 @@ def test_two_servers_share_a_class_and_a_restart_keeps_it(tmp_path) -> None:
 
 async def _clicks(url: str) -> dict:
     ex = practice.exercise("cells", 0)
-    n_rows = ex.case.shape[0] * ex.case.shape[1]
-    n_cols = ex.n_cells // n_rows
     names = practice.cell_names(ex.case)
     group = [int(i) for i in ex.truth]
     async with _browser() as b:
         p = await _open(b, f"{url}/practice?kind=cells", width=1400)
 
         async def click(i: int, n: int) -> None:
-            """Click cell i on the grid drawn after n picks (each pick draws a fresh chart,
-            keyed by the count; Plotly draws it after the run ends)."""
-            drag = p.locator(f".st-key-pr_cells_cells-0_chart{n} .nsewdrag").first
-            await drag.wait_for(state="visible")
-            box = await drag.bounding_box()
-            row, col = divmod(i, n_cols)
-            await p.mouse.click(
-                box["x"] + (col + 0.5) * box["width"] / n_cols,
-                box["y"] + (row + 0.5) * box["height"] / n_rows,
+            """Click cell i on the tensor grid; wait for the multiselect to follow."""
+            box = p.locator(".st-key-pr_cells_cells-0")
+            want = names[i] not in await box.inner_text()  # the click toggles the cell
+            await p.locator(".st-key-pr_grid_cells-0 [role=gridcell]").nth(i).click()
+            await p.wait_for_function(
+                "([sel, name, want]) => document.querySelector(sel).innerText.includes(name)"
+                " === want",
+                arg=[".st-key-pr_cells_cells-0", names[i], want],
             )
-            await p.locator(f".st-key-pr_cells_cells-0_chart{n + 1}").wait_for()  # registered
             await _done(p)
 
         outside = next(i for i in range(ex.n_cells) if i not in group)

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from normviz import practice
+from normviz.axes import gridview
 from normviz.classroom import (
     ClassError,
     ClassInfo,
@@ -25,7 +25,7 @@ from normviz.classroom import (
     new_student_id,
 )
 from normviz.practice import Exercise, Verdict, live
-from ui import browser, runner, safe, state
+from ui import browser, runner, safe, state, tensorgrid
 from ui.safe import md_text
 
 PAGE = "practice"
@@ -64,19 +64,17 @@ def exercise(kind: str, seed: int) -> Exercise | None:
 # ---- the grid -----------------------------------------------------------------------------
 
 
-# a resource, as the runner's figures: cache_data would unpickle (and so re-validate) the
-# figure on every rerun, which cost more than building it
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _grid(
     kind: str,
     seed: int,
     picked: tuple[int, ...],
     marks: tuple[tuple[int, ...], tuple[int, ...]] | None,
-    presenter: bool,
-) -> go.Figure:
-    """The grid, keyed on plain values: the picked cells, and the missed and extra ones."""
+    open_: bool,
+) -> gridview.Grid:
+    """The grid's data, keyed on plain values: the picked cells, and the missed and extra ones."""
     verdict = Verdict(False, "", *marks) if marks is not None else None
-    return practice.make_grid_figure(practice.exercise(kind, seed), picked, verdict, presenter)
+    return gridview.exercise_grid(practice.exercise(kind, seed), picked, verdict, open_)
 
 
 def _names(ex: Exercise) -> list[str]:
@@ -84,23 +82,16 @@ def _names(ex: Exercise) -> list[str]:
     return list(practice.cell_names(ex.case))
 
 
-def _on_pick(key: str, chart: str, names: Sequence[str]) -> None:
-    """A click or box on the grid: add the cells, or drop them when all were picked."""
-    picks = [p.get("customdata") for p in safe.points(st.session_state.get(chart))]
-    hit = [names[i] for i in sorted(safe.offered_all(picks, range(len(names))))]
-    if not hit:
-        return
-    now = safe.offered_all(st.session_state.get(key), names)
-    if all(n in now for n in hit):
-        now = [n for n in now if n not in hit]
-    else:
-        now += [n for n in hit if n not in now]
-    st.session_state[key] = [n for n in names if n in now]
-    st.session_state[key + "_n"] = st.session_state.get(key + "_n", 0) + 1  # a fresh chart
+def _on_pick(key: str, grid_key: str, names: Sequence[str]) -> None:
+    """A click or tap on the grid toggled a cell: the grid sends the cells now picked."""
+    got = tensorgrid.picked_cells(grid_key, len(names))
+    if got is not None:  # else a crafted value: nothing changes
+        st.session_state[key] = [names[i] for i in got]
 
 
 def grid(ex: Exercise, tag: str, verdict: Verdict | None, answer: str | None = None) -> None:
-    """The exercise's grid: clickable while a cells answer is open, else for looking."""
+    """The exercise's grid (ui/tensorgrid.py): cells toggle on a click or tap while a cells
+    answer is open, else it is for looking."""
     if ex.case is None:
         return
     key = f"pr_cells_{tag}"
@@ -114,20 +105,11 @@ def grid(ex: Exercise, tag: str, verdict: Verdict | None, answer: str | None = N
             else tuple(names.index(n) for n in safe.offered_all(st.session_state.get(key), names))
         )
     marks = (verdict.missed, verdict.extra) if verdict is not None else None
-    fig = _grid(ex.kind, ex.seed, picked, marks, state.presenter())
-    words = practice.grid_alt(ex, picked, verdict)
-    if ex.form != "cells" or verdict is not None or answer is not None:
-        runner.chart(fig, f"pr_grid_{tag}", words, width="content")
-        return
-    chart = f"{key}_chart{st.session_state.get(key + '_n', 0)}"
-    runner.chart(
-        fig,
-        chart,
-        words,
-        width="content",
-        on_select=functools.partial(_on_pick, key, chart, names),
-        selection_mode=("points", "box"),
-    )
+    open_ = ex.form == "cells" and verdict is None and answer is None
+    data = _grid(ex.kind, ex.seed, picked, marks, open_)
+    grid_key = f"pr_grid_{tag}"
+    pick = functools.partial(_on_pick, key, grid_key, _names(ex)) if open_ else None
+    tensorgrid.show(data, grid_key, pick)
 
 
 # ---- answers --------------------------------------------------------------------------------

@@ -120,3 +120,13 @@ def points(event: object) -> list[Mapping]:
     sel = event.get("selection") if isinstance(event, Mapping) else None
     pts = sel.get("points") if isinstance(sel, Mapping) else None
     return [p for p in pts if isinstance(p, Mapping)] if isinstance(pts, list | tuple) else []
+
+
+def cell(value: object, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """`value` as a cell of a tensor of `shape`: a list or tuple of one whole number per
+    axis, each in 0..size−1 (True is not 1); None for anything else."""
+    if not isinstance(value, list | tuple) or len(value) != len(shape):
+        return None
+    if not all(_among(i, range(n)) for i, n in zip(value, shape, strict=True)):
+        return None
+    return tuple(int(i) for i in value)
