@@ -129,7 +129,7 @@ def test_axes_mounts_the_grid_with_the_groups_and_a_pick_selects_the_cell(
     _pick(monkeypatch, at, "axes_flat_view", {"cell": [1, 3, 5]})
     at.run()
     assert_clean(at)
-    assert [n.value for n in at.number_input if n.key.startswith("cell_")] == [1, 3, 5]
+    assert [n.value for n in at.number_input if n.key.startswith("axes:cell_")] == [1, 3, 5]
     assert _grid_data(at)["selected"] == (1 * 6 + 3) * 8 + 5
     assert "B=1, T=3, C=5" in " ".join(m.value for m in at.markdown)
 
@@ -154,7 +154,7 @@ def test_a_crafted_pick_on_axes_changes_nothing(monkeypatch: pytest.MonkeyPatch,
     _pick(monkeypatch, at, "axes_flat_view", value)
     at.run()
     assert_clean(at)
-    assert [n.value for n in at.number_input if n.key.startswith("cell_")] == [0, 0, 0]
+    assert [n.value for n in at.number_input if n.key.startswith("axes:cell_")] == [0, 0, 0]
 
 
 def test_every_layout_has_its_axis_names_in_the_payload() -> None:
