@@ -1,0 +1,59 @@
+"""Step-through frames (normviz.frames): built from the section's numbers, checked against torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from normviz.batchnorm import lab, running, stream
+from normviz.frames import Column, Frames, Line
+
+SETUP = lab.LabSetup(layout="BTC", sample_shape=(5, 3), batch_size=4, steps=12)
+
+
+def test_frames_refuse_columns_of_another_length() -> None:
+    with pytest.raises(ValueError, match="3 frames"):
+        Frames("t", ("a", "b", "c"), columns=(Column("x", ("1", "2")),))
+    with pytest.raises(ValueError, match="2 frames"):
+        Frames("t", ("a", "b"), lines=(Line("y", (1.0, None, 2.0), "#000"),))
+
+
+def test_a_frame_text_names_each_number_and_clamps_the_frame() -> None:
+    f = Frames(
+        "t", ("Step 1", "Step 2"), columns=(Column("μ", ("1", "2")), Column("σ²", ("3", "4")))
+    )
+    assert f.text(2) == "Step 2: μ 2; σ² 4"
+    assert f.text(99) == f.text(2) and f.text(-3) == "Step 1: μ 1; σ² 3"
+    assert f.data()["columns"][1] == {"name": "σ²", "text": ["3", "4"]}
+
+
+@pytest.mark.parametrize("channel", [0, 2])
+def test_running_frames_are_torch_batchnorm_after_k_batches(channel: int) -> None:
+    trace = running.running_trace(SETUP)
+    frames = running.step_frames(trace, channel)
+    assert frames.count == SETUP.steps
+    ds = stream.make_dataset(SETUP)
+    idx = stream.batch_indices(lab.TRAIN_SAMPLES, SETUP.batch_size, SETUP.steps, SETUP.seed)
+    bn = nn.BatchNorm1d(SETUP.C, eps=SETUP.eps, momentum=SETUP.momentum).double()
+    cols = {c.name: c for c in frames.columns}
+    lines = {(s.panel, s.name): s for s in frames.lines}
+    with torch.no_grad():
+        for k in range(1, SETUP.steps + 1):
+            batch = ds.train[idx[k - 1]].double()
+            bn(batch.transpose(1, 2))
+            own = batch[..., channel]
+            want = {
+                "batch mean": own.mean(),
+                "batch variance (biased)": own.var(unbiased=False),
+                "running mean": bn.running_mean[channel],
+                "running variance": bn.running_var[channel],
+            }
+            for name, v in want.items():
+                assert float(cols[name].text[k - 1]) == pytest.approx(float(v), rel=1e-3, abs=1e-6)
+            drawn = lines[(0, "running statistic")].values[k - 1]
+            assert drawn == pytest.approx(float(bn.running_mean[channel]), abs=1e-5)
+            assert f"Batch {k} of {SETUP.steps}: batch mean" in frames.text(k)
+    truth = lines[(1, "training set (truth)")]
+    assert truth.whole and np.allclose(truth.values, trace.true_var[channel], atol=1e-5)
