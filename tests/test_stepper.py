@@ -7,8 +7,10 @@ import pytest
 import torch
 from torch import nn
 
+from normviz import worked
 from normviz.batchnorm import lab, running, stream
 from normviz.frames import Column, Frames, Line
+from normviz.worked import stepping
 
 SETUP = lab.LabSetup(layout="BTC", sample_shape=(5, 3), batch_size=4, steps=12)
 
@@ -57,3 +59,44 @@ def test_running_frames_are_torch_batchnorm_after_k_batches(channel: int) -> Non
             assert f"Batch {k} of {SETUP.steps}: batch mean" in frames.text(k)
     truth = lines[(1, "training set (truth)")]
     assert truth.whole and np.allclose(truth.values, trace.true_var[channel], atol=1e-5)
+
+
+MATRICES = [((1.0, 2.0, 7.0), (3.0, 4.0, 9.0)), ((0.5, -2.0), (3.0, 1.0), (-4.0, 8.0))]
+
+
+@pytest.mark.parametrize("x", MATRICES)
+@pytest.mark.parametrize("method", ["batch", "layer"])
+def test_worked_frames_are_torch_mean_var_and_output(x, method: str) -> None:
+    t = torch.tensor(x, dtype=torch.float64)  # (N, C)
+    steps = worked.method_steps(t.numpy(), method)
+    frames = worked.method_frames(steps, t.numpy())
+    dim = 0 if method == "batch" else 1  # BatchNorm pools a column, LayerNorm a row
+    if method == "batch":
+        layer: nn.Module = nn.BatchNorm1d(t.shape[1], affine=False, dtype=t.dtype)
+    else:
+        layer = nn.LayerNorm(t.shape[1], elementwise_affine=False, dtype=t.dtype)
+    with torch.no_grad():
+        y = layer.train()(t)
+    mean, var = t.mean(dim), t.var(dim, unbiased=False)
+    groups = t.shape[1 - dim]
+    assert frames.count == 4 * groups
+    cols = {c.name: c.text for c in frames.columns}
+    for g in range(groups):
+        out = y[:, g] if method == "batch" else y[g]
+        mu, s2, xh, yy = (4 * g + i for i in range(4))  # the frames of group g
+        assert float(cols["μ"][mu]) == pytest.approx(float(mean[g]), abs=1e-3)
+        assert cols["σ²"][mu] == stepping.NOT_YET
+        assert float(cols["σ²"][s2]) == pytest.approx(float(var[g]), abs=1e-3)
+        assert cols["x̂"][s2] == stepping.NOT_YET
+        for name, k in (("x̂", xh), ("y", yy)):
+            shown = [float(v) for v in cols[name][k].strip("[]").split(", ")]
+            np.testing.assert_allclose(shown, out.numpy(), atol=1e-3)
+        grid = frames.grids[yy]
+        cells = (
+            [(r, g) for r in range(t.shape[0])] if dim == 0 else [(g, c) for c in range(t.shape[1])]
+        )
+        assert sorted(grid.marked) == sorted(cells)
+        for r, c in cells:  # the y frame writes the outputs into the group's cells
+            assert float(grid.cells[r][c]) == pytest.approx(float(y[r, c]), abs=1e-3)
+        assert frames.text(mu + 1).startswith(f"{steps.pools.capitalize()} {g + 1} of {groups}, μ")
+    assert len(frames.grids[-1].done) == t.numel()  # at the end every cell holds its y

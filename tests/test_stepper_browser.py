@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from conftest import ROOT, assert_no_exception, serve, wait_done
 from torch import nn
 
+from normviz import worked
 from normviz.batchnorm import lab, stream
 from ui.route import RUN_LOG
 
@@ -141,7 +143,11 @@ def test_the_player_steps_and_plays_in_the_browser(browser, counted) -> None:
         ctx.close()
 
 
-def test_axe_finds_no_serious_violation_in_the_player(browser, counted) -> None:
+PLAYERS = [(LINK, "bn_step_player"), ("worked-example", "wk_play_batch")]
+
+
+@pytest.mark.parametrize(("path", "key"), PLAYERS, ids=["batchnorm", "worked"])
+def test_axe_finds_no_serious_violation_in_the_player(browser, counted, path, key) -> None:
     Axe = pytest.importorskip("axe_playwright_python.sync_playwright").Axe  # requirements-dev
 
     url, _ = counted
@@ -149,13 +155,13 @@ def test_axe_finds_no_serious_violation_in_the_player(browser, counted) -> None:
     p = ctx.new_page()
     p.set_default_timeout(SLOW)
     try:
-        p.goto(f"{url}/{LINK}")
+        p.goto(f"{url}/{path}")
         wait_done(p, SLOW)
-        p.locator(".nv-player").wait_for()
-        assert p.locator(".st-key-bn_step_player .nv-player").count() == 1  # what axe checks
+        p.locator(f".st-key-{key} .nv-player").wait_for()
+        assert p.locator(f".st-key-{key} .nv-player").count() == 1  # what axe checks
         results = Axe().run(
             p,
-            context={"include": [[".st-key-bn_step_player"]]},
+            context={"include": [[f".st-key-{key}"]]},
             options={"resultTypes": ["violations"]},
         )
         found = [
@@ -164,5 +170,43 @@ def test_axe_finds_no_serious_violation_in_the_player(browser, counted) -> None:
             if v["impact"] in ("critical", "serious")
         ]
         assert not found, found
+    finally:
+        ctx.close()
+
+
+def test_the_worked_example_plays_mu_var_x_hat_and_y(browser, counted) -> None:
+    """BatchNorm on the source matrix: step to column 2's y; the cells are torch's output."""
+    url, log = counted
+    x = torch.tensor(worked.SOURCE_MATRIX, dtype=torch.float64)
+    with torch.no_grad():
+        y = nn.BatchNorm1d(3, affine=False, dtype=x.dtype).train()(x)
+    ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+    p = ctx.new_page()
+    p.set_default_timeout(SLOW)
+    try:
+        p.goto(f"{url}/worked-example")
+        wait_done(p, SLOW)
+        runs = _runs(log)
+        player = p.locator(".st-key-wk_play_batch .nv-player")
+        player.wait_for()
+        assert _frame(player) == 1
+        assert player.locator("dd").nth(1).inner_text() == "2"  # μ of column 1: (1 + 3) / 2
+        player.focus()
+        for _ in range(7):  # column 2's y: frame 8
+            player.press("ArrowRight")
+        assert _frame(player) == 8
+        cells = player.locator("td").all_inner_texts()
+        shown = np.array([float(v) for v in cells]).reshape(2, 3)
+        np.testing.assert_allclose(shown[:, :2], y[:, :2].numpy(), atol=1e-3)  # done: y
+        np.testing.assert_allclose(shown[:, 2], x[:, 2].numpy())  # column 3: still x
+        assert player.locator("td.nv-mark").count() == 2  # column 2 outlined
+        text = player.locator("[role=status]").inner_text()
+        want = worked.method_frames(worked.method_steps(x.numpy(), "batch"), x.numpy()).text(8)
+        assert text == want
+        player.get_by_role("button", name="Play (space)").click()
+        p.locator(".st-key-wk_play_batch .nv-player[data-frame='12'][data-playing='0']").wait_for()
+        wait_done(p, SLOW)
+        assert_no_exception(p)
+        assert _runs(log) == runs, log.read_text().splitlines()[runs:]  # the fragment alone
     finally:
         ctx.close()
