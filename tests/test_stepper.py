@@ -100,3 +100,15 @@ def test_worked_frames_are_torch_mean_var_and_output(x, method: str) -> None:
             assert float(grid.cells[r][c]) == pytest.approx(float(y[r, c]), abs=1e-3)
         assert frames.text(mu + 1).startswith(f"{steps.pools.capitalize()} {g + 1} of {groups}, μ")
     assert len(frames.grids[-1].done) == t.numel()  # at the end every cell holds its y
+
+
+PLAYER_BUDGET = 300_000  # bytes of JSON: the player's data at the most steps a link allows
+
+
+def test_the_longest_stream_ships_under_the_player_budget() -> None:
+    import json
+
+    setup = lab.LabSetup(layout="BTC", sample_shape=(2, 3), batch_size=4, steps=running.STEPS.hi)
+    frames = running.step_frames(running.running_trace(setup), 1)
+    assert frames.count == running.STEPS.hi
+    assert len(json.dumps(frames.data())) < PLAYER_BUDGET
