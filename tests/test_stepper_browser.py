@@ -89,9 +89,11 @@ def test_the_player_steps_and_plays_in_the_browser(browser, counted) -> None:
     p = ctx.new_page()
     p.set_default_timeout(SLOW)
     try:
+        before = _runs(log)
         p.goto(f"{url}/{LINK}")
         wait_done(p, SLOW)
         assert_no_exception(p)
+        assert "app batchnorm" in log.read_text().splitlines()[before:]  # the hook counts
         player = p.locator(".nv-player")
         player.wait_for()
         assert _frame(player) == 5  # the link's batch
