@@ -208,8 +208,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(log: Path | None = None, env: dict[str, str] | None = None) -> Iterator[tuple[str, int]]:
-    """`streamlit run app.py` on a free loopback port; yields (base URL, server pid)."""
+def serve(
+    log: Path | None = None, env: dict[str, str] | None = None, script: str = "app.py"
+) -> Iterator[tuple[str, int]]:
+    """`streamlit run <script>` (app.py) on a free loopback port; yields (URL, server pid)."""
     port = free_port()
     log = log or ROOT / ".pytest_cache" / "bench-server.log"
     log.parent.mkdir(exist_ok=True)
@@ -220,7 +222,7 @@ def serve(log: Path | None = None, env: dict[str, str] | None = None) -> Iterato
                 "-m",
                 "streamlit",
                 "run",
-                "app.py",
+                script,
                 "--server.port",
                 str(port),
                 "--server.address",

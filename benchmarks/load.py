@@ -27,7 +27,13 @@ run over all processes. Each simulated student first fetches /_stcore/health to 
 its affinity cookie, as a browser's first request does, so nginx spreads the
 sessions as it would spread browsers.
 
-Each session checks that the server wrote its own seed back to its URL (no
+`--picks P` gives the class the students' own mix of clicks: on /axes each click is a
+cell pick with probability P (the "Selected cell" number input, inside the explorer's
+fragment: the browser's message names the fragment, so only it reruns), otherwise a
+seed change; the tables print the two kinds apart and together. (Exploratory clicks
+answered in the browser, such as the step-through player's, send nothing to time.)
+
+Each session checks that the server wrote its own seed (or cell) back to its URL (no
 cross-talk). `--same-link` makes everyone follow the teacher's link and clicks
 (the caches are shared, so only the first student of each step computes);
 `--think S` spreads the clicks out as students reading in between do. Run:
@@ -36,6 +42,7 @@ cross-talk). `--same-link` makes everyone follow the teacher's link and clicks
                               [--same-link] [--think 10] [--repeat 2] [--per-session]
                               [--balanced 1,2]
     python -m benchmarks.load --levels 64 --balanced 1,2     # docs/serving.md's table
+    python -m benchmarks.load --levels 64,128 --balanced 1,2 --picks 0.5   # the students' mix
 """
 
 from __future__ import annotations
@@ -78,7 +85,13 @@ class Session:
     page: str
     first: float = float("nan")  # s, open the link -> script finished
     reruns: list[float] = field(default_factory=list)  # s, change seed -> finished
+    picks: list[float] = field(default_factory=list)  # s, pick a cell (/axes) -> finished
     error: str = ""
+
+    @property
+    def clicks(self) -> list[float]:
+        """Every click's time, seed changes and cell picks."""
+        return self.reruns + self.picks
 
 
 CAP_PAGE = "distributions"  # --cap: the page whose first run at the cap costs the most
@@ -135,12 +148,26 @@ async def _ws_until_finished(ws, want_seed: int | None = None) -> str:
                 raise RuntimeError(f"exception: {el.exception.message[:80]}")
 
 
-def _seed_widget_id(messages: list) -> str:
-    for el in messages:
-        wid = getattr(getattr(el, el.WhichOneof("type")), "id", "")
-        if wid.endswith("-seed"):
-            return wid
-    raise RuntimeError("no seed widget in the sidebar")
+PICK_KEY = "cell_c"  # the /axes cell input a cell pick moves (both layouts have C)
+
+
+def _widget(messages: list, key: str) -> tuple[str, str, bool]:
+    """(widget id, fragment id or "", takes an int) of the widget with user key `key`,
+    from the first run's (element, fragment id) pairs."""
+    for el, fragment in messages:
+        kind = el.WhichOneof("type")
+        wid = getattr(getattr(el, kind), "id", "")
+        if wid.endswith(f"-{key}"):
+            is_int = kind == "number_input" and el.number_input.data_type == el.number_input.INT
+            return wid, fragment, is_int
+    raise RuntimeError(f"no widget with key {key!r} on the page")
+
+
+def _set(w, is_int: bool, value: int) -> None:
+    if is_int:
+        w.int_value = value
+    else:
+        w.double_value = value
 
 
 async def ws_session(
@@ -151,8 +178,10 @@ async def ws_session(
     same: bool = False,
     think: float = 0.0,
     cap: bool = False,
+    picks: float = 0.0,
 ) -> None:
-    """Open the page over the websocket, then change the seed `rounds` times."""
+    """Open the page over the websocket, then click `rounds` times: change the seed, or on
+    /axes pick a cell with probability `picks`."""
     import websockets
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -180,25 +209,39 @@ async def ws_session(
                 f.ParseFromString(await ws.recv())
                 kind = f.WhichOneof("type")
                 if kind == "delta" and f.delta.WhichOneof("type") == "new_element":
-                    elements.append(f.delta.new_element)
+                    elements.append((f.delta.new_element, f.delta.fragment_id))
                 elif kind == "script_finished" and f.script_finished != RUN_FINISHED_EARLY:
                     break
             s.first = time.perf_counter() - t0
-            wid = _seed_widget_id(elements)
+            seed_id, _, seed_int = _widget(elements, "seed")
+            pick = _widget(elements, PICK_KEY) if picks > 0 and s.page == "axes" else None
+            rng = random.Random(s.i)
+            state = {seed_id: (seed_int, seed)}  # what the browser sends: every value set
+            cell = 0
             for r in range(rounds):
                 await _think(think)
-                seed += 7919  # new data each time (the same for all with --same-link)
                 msg = BackMsg()
                 msg.rerun_script.query_string = query
                 msg.rerun_script.page_name = url_path(s.page)
-                w = msg.rerun_script.widget_states.widgets.add()
-                w.id, w.double_value = wid, seed
+                if pick is not None and rng.random() < picks:
+                    cell = cell % 3 + 1  # 1, 2, 3, 1, ...: a new cell every time
+                    state[pick[0]] = (pick[2], cell)
+                    msg.rerun_script.fragment_id = pick[1]  # the explorer's fragment alone
+                    want, times = f"{PICK_KEY}={cell}", s.picks
+                else:
+                    seed += 7919  # new data each time (the same for all with --same-link)
+                    state[seed_id] = (seed_int, seed)
+                    want, times = f"seed={seed}", s.reruns
+                for wid, (is_int, value) in state.items():
+                    w = msg.rerun_script.widget_states.widgets.add()
+                    w.id = wid
+                    _set(w, is_int, value)
                 t0 = time.perf_counter()
                 await ws.send(msg.SerializeToString())
                 written = await _ws_until_finished(ws)
-                s.reruns.append(time.perf_counter() - t0)
-                if f"seed={seed}" not in written.split("&"):
-                    raise RuntimeError(f"round {r}: the URL says {written!r}, not seed={seed}")
+                times.append(time.perf_counter() - t0)
+                if want not in written.split("&"):
+                    raise RuntimeError(f"round {r}: the URL says {written!r}, not {want}")
     except Exception as e:  # a failed session is a result, not a crash of the benchmark
         s.error = f"{type(e).__name__}: {str(e)[:120]}"
 
@@ -277,14 +320,14 @@ async def level_run(
     sampler = asyncio.create_task(_sample_rss(pids, peak, stop))
     t0 = time.perf_counter()
     if args.client == "ws":
-        await asyncio.gather(*(ws_session(url, s, n, **kw) for s in sessions))
+        await asyncio.gather(*(ws_session(url, s, n, **kw, picks=args.picks) for s in sessions))
     else:
         await asyncio.gather(*(chromium_session(browser, url, s, n, **kw) for s in sessions))
     wall = time.perf_counter() - t0
     stop.set()
     await sampler
     cpu, client = _cpu(pids) - cpu0, time.process_time() - client0
-    runs = sum(1 + len(s.reruns) for s in sessions)
+    runs = sum(1 + len(s.clicks) for s in sessions)
     if args.settle > 0:  # the sessions are closed: what memory comes back
         await asyncio.sleep(args.settle)
     return {
@@ -363,7 +406,8 @@ async def run_levels(args: argparse.Namespace, processes: int | None) -> list[di
         print(f"\n{where}: up, RSS {_mb(_rss(pids))} MB after one warm-up session")
         print(
             f"{'pass':>4} {'sessions':>8} {'ok':>4}  {'first load s (med p90 max)':>26}  "
-            f"{'seed change s (med p90 max)':>27}  {'wall s':>7}  {'CPU s/run':>9}  "
+            f"{'seed change s (med p90 max)':>27}  {'cell pick s (med p90 max)':>26}  "
+            f"{'wall s':>7}  {'CPU s/run':>9}  "
             f"{'client CPU s':>12}  RSS MB per process before/peak/after"
         )
         results = []
@@ -373,10 +417,12 @@ async def run_levels(args: argparse.Namespace, processes: int | None) -> list[di
                 ok = [s for s in r["sessions"] if not s.error]
                 firsts = [s.first for s in ok]
                 reruns = [t for s in ok for t in s.reruns]
+                picked = [t for s in ok for t in s.picks]
                 b, peak, after = r["rss"]
                 print(
                     f"{rep + 1:>4} {n:>8} {len(ok):>4}  {_stats(firsts):>26}  "
-                    f"{_stats(reruns):>27}  {r['wall']:7.1f}  {r['cpu_per_run']:9.2f}  "
+                    f"{_stats(reruns):>27}  {_stats(picked):>26}  "
+                    f"{r['wall']:7.1f}  {r['cpu_per_run']:9.2f}  "
                     f"{r['client_cpu']:12.1f}  "
                     f"{_mb(b)}/{_mb(peak)}/{_mb(after)}",
                     flush=True,
@@ -389,7 +435,7 @@ async def run_levels(args: argparse.Namespace, processes: int | None) -> list[di
             print("\nper session (last pass): page, first load s, seed changes s")
             for r in results[-len(levels) :]:
                 for s in r["sessions"]:
-                    reruns = " ".join(f"{t:.2f}" for t in s.reruns)
+                    reruns = " ".join(f"{t:.2f}" for t in s.clicks)
                     print(f"  n={r['n']:<3} #{s.i:<3} {s.page:15} {s.first:6.2f}  {reruns}")
         if browser is not None:
             await browser.close()
@@ -408,16 +454,20 @@ async def main_async(args: argparse.Namespace) -> None:
     print(
         "\nbehind nginx (scripts/serve.sh):\n"
         f"{'processes':>9} {'students':>8} {'ok':>4}  {'click p50':>9} {'click p90':>9}  "
+        f"{'seed p90':>8} {'pick p90':>8}  "
         f"{'first p50':>9} {'first p90':>9}  {'peak RSS MB per process':>23}  CPU s/run  "
         "client CPU s"
     )
     for processes, r in summary:
         ok = [s for s in r["sessions"] if not s.error]
-        clicks = [t for s in ok for t in s.reruns] or [float("nan")]
+        clicks = [t for s in ok for t in s.clicks] or [float("nan")]
+        seeds = [t for s in ok for t in s.reruns] or [float("nan")]
+        picked = [t for s in ok for t in s.picks] or [float("nan")]
         firsts = [s.first for s in ok] or [float("nan")]
         print(
             f"{processes:>9} {r['n']:>8} {len(ok):>4}  {statistics.median(clicks):9.2f} "
-            f"{_p90(clicks):9.2f}  {statistics.median(firsts):9.2f} {_p90(firsts):9.2f}  "
+            f"{_p90(clicks):9.2f}  {_p90(seeds):8.2f} {_p90(picked):8.2f}  "
+            f"{statistics.median(firsts):9.2f} {_p90(firsts):9.2f}  "
             f"{_mb(r['rss'][1]):>23}  {r['cpu_per_run']:9.2f}  {r['client_cpu']:12.1f}"
         )
 
@@ -456,6 +506,13 @@ def main() -> None:
         help="seconds to wait after each level before reading RSS 'after'",
     )
     ap.add_argument(
+        "--picks",
+        type=float,
+        default=0.0,
+        help="the students' own mix: on /axes a click is a cell pick with this probability "
+        "(else a seed change), e.g. 0.5",
+    )
+    ap.add_argument(
         "--balanced",
         default="",
         help="through scripts/serve.sh's nginx with these process counts, e.g. 1,2",
@@ -464,7 +521,8 @@ def main() -> None:
     print(
         f"cap {max_elements():,} elements; students click "
         f"{', '.join(click_pages(args.pages))}; client {args.client}; "
-        f"{'one shared link' if args.same_link else 'a link per student'}; think {args.think} s"
+        f"{'one shared link' if args.same_link else 'a link per student'}; think {args.think} s; "
+        f"cell picks on /axes {args.picks:.0%} of clicks"
     )
     asyncio.run(main_async(args))
 

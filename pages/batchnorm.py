@@ -10,7 +10,7 @@ import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import batchnorm as bn
 from normviz.knobs import Knob
 from normviz.sections import Section
-from ui import knobs, onpage, route, runner, state
+from ui import knobs, onpage, route, runner, state, stepper
 from ui import params as ns
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
@@ -92,12 +92,18 @@ def _channel(C: int, k: Knob) -> int:
     return int(_widget(st.columns([1, 4])[0].number_input, k.name, max_value=C - 1, step=1))
 
 
-def _step(k: Knob, steps: int) -> int:
-    """The batch a step-through view stops at (in the URL; 0: every batch)."""
-    key = state.key(PAGE, k.name)
-    if int(state.value(key)) > steps:  # the sidebar's steps may have shrunk
-        st.session_state[key] = steps
-    return int(_widget(st.columns([1, 2])[0].number_input, k.name, max_value=steps, step=1))
+def _step(section: Section, setup: bn.LabSetup, values: dict, channel: int, presenter: bool) -> int:
+    """The batch a step view stops at: the browser's player (ui.stepper); 0: every batch."""
+    name = bn.STEP_VIEWS[section.slug].name
+    res = runner.result(PAGE, section, setup, values)
+    if res is None:
+        return 0
+    frames = bn.STEP_FRAMES[section.slug](res, channel)
+    key = state.key(PAGE, name)
+    st.session_state[key] = stepper.play(f"{name}_player", frames, state.value(key), presenter)
+    if not route.full_run():  # a fragment's own rerun: app.py's end-of-run write will not come
+        state.write_url(PAGE)
+    return int(st.session_state[key])
 
 
 def _knobs(section: Section) -> dict[str, Any]:
@@ -117,7 +123,7 @@ def show(section: Section, setup: bn.LabSetup, presenter: bool) -> None:
     if section.slug in bn.CHANNEL_VIEWS:
         view["channel"] = _channel(setup.C, bn.CHANNEL_VIEWS[section.slug])
     if section.slug in bn.STEP_VIEWS:
-        view["step"] = _step(bn.STEP_VIEWS[section.slug], setup.steps)
+        view["step"] = _step(section, setup, values, view.get("channel", 0), presenter)
     res = runner.show(PAGE, section, setup, values, presenter, intro=False, view=view)
     for part in bn.PARTS.get(section.slug, ()):
         part_setup = bn.part_setup(part, setup, res)

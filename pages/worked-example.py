@@ -7,7 +7,7 @@ import streamlit as st
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import worked
 from normviz.text import FORMULA
-from ui import route, runner, safe, state
+from ui import route, runner, safe, state, stepper
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
@@ -77,6 +77,16 @@ def method_columns(res: worked.Walkthrough) -> None:
             method_column(steps, row, col)
 
 
+@st.fragment  # a stop reruns the players alone
+def players(res: worked.Walkthrough, presenter: bool) -> None:
+    """Each method's μ, σ², x̂ and y, statistic by statistic, played in the browser."""
+    for box, steps in zip(st.columns(len(res.steps) or 1), res.steps, strict=False):
+        with box:
+            stepper.play(
+                f"wk_play_{steps.method}", worked.method_frames(steps, res.x), 1, presenter
+            )
+
+
 # ---- the page ----------------------------------------------------------------------------
 
 st.title("Worked example")
@@ -92,4 +102,5 @@ if matrix is not None:
         st.subheader(section.label)
         runner.show(PAGE, section, matrix, {}, state.presenter())
         if isinstance(res, worked.Walkthrough):
+            players(res, state.presenter())
             method_columns(res)

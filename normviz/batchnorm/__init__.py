@@ -13,6 +13,7 @@ section, whose choices are the sections' slugs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from normviz.batchnorm import (
@@ -50,6 +51,7 @@ from normviz.batchnorm.lab import (
     snap_batch,
     snap_note,
 )
+from normviz.frames import Frames
 from normviz.knobs import Knob, merge
 from normviz.methods import METHODS
 from normviz.sections import Section, slugs
@@ -95,6 +97,8 @@ def part_setup(part: Section, setup: LabSetup, result: Any) -> Any | None:
 CHANNEL_VIEWS: dict[str, Knob] = {running.SECTION.slug: CHANNEL, order.SECTION.slug: CHANNEL}
 # sections with a step-through view: the URL knob of the batch their figure stops at
 STEP_VIEWS: dict[str, Knob] = {running.SECTION.slug: running.STEP}
+# what a step view's player plays: its result and the followed channel → normviz.frames.Frames
+STEP_FRAMES: dict[str, Callable[[Any, int], Frames]] = {running.SECTION.slug: running.step_frames}
 VIEW_KNOBS: tuple[Knob, ...] = merge(STEP_VIEWS.values(), CHANNEL_VIEWS.values())
 # how a section knob's choice reads in its widget
 CHOICE_LABELS: dict[str, str] = {**{k: m.label for k, m in METHODS.items()}, **gradients.INITS}
@@ -131,6 +135,7 @@ __all__ = [
     "PARTS",
     "SECTIONS",
     "SIM",
+    "STEP_FRAMES",
     "STEP_VIEWS",
     "TITLE",
     "VIEW_KNOBS",

@@ -22,9 +22,10 @@ from normviz.batchnorm.lab import (
     one_thread,
     twin_convention,
 )
-from normviz.batchnorm.plot import BATCH, RUNNING, TWIN, level, rounded, steps_trace
+from normviz.batchnorm.plot import BATCH, RUNNING, TRUTH, TWIN, level, rounded, steps_trace
 from normviz.batchnorm.stream import Fraction, batch_indices, make_dataset, phase, run_stream, to_np
 from normviz.figures.spec import Spec, trace
+from normviz.frames import Column, Frames, Line, series, texts
 from normviz.knobs import Knob, Value
 from normviz.running import RunningStats
 from normviz.sections import Progress, Section
@@ -251,6 +252,49 @@ def notes(trace: RunningTrace) -> Sequence[str]:
             f"(× n/(n−1) = × {trace.bessel:.4g} here), Keras 3 the biased one."
         )
     return out
+
+
+def step_frames(trace: RunningTrace, channel: int) -> Frames:
+    """The stream of one channel, batch by batch, for the step-through player (ui.stepper):
+    each batch's own mean and variance beside the running buffers after it."""
+    c, S = channel, trace.steps
+    own_m, own_v = trace.batch_mean[:, c], trace.batch_var[:, c]
+    run_m, run_v = trace.running_mean[:, c], trace.running_var[:, c]
+    lines = []
+    for panel, own, running, truth in (
+        (0, own_m, run_m, trace.true_mean),
+        (1, own_v, run_v, trace.true_var),
+    ):
+        lines += [
+            Line("this batch's statistic", series(own), BATCH, panel, dots=True),
+            Line("running statistic", series(running), RUNNING, panel),
+            Line(
+                "training set (truth)",
+                series(np.full(S, truth[c])),
+                TRUTH,
+                panel,
+                dash=True,
+                whole=True,
+            ),
+        ]
+    return Frames(
+        title=f"Channel {c}, batch by batch",
+        labels=tuple(f"Batch {k} of {S}" for k in range(1, S + 1)),
+        columns=(
+            Column("batch mean", texts(own_m)),
+            Column("batch variance (biased)", texts(own_v)),
+            Column("running mean", texts(run_m)),
+            Column("running variance", texts(run_v)),
+        ),
+        lines=tuple(lines),
+        panels=(f"Mean of channel {c}", f"Variance of channel {c}"),
+        x_title="training step (batch)",
+        summary=(
+            f"Two panels over {S} batches of channel {c}: each batch's own mean and variance "
+            f"(dots), the running buffers after it (a line) and the training set's values "
+            f"(dashed: mean {trace.true_mean[c]:.4g}, variance {trace.true_var[c]:.4g})."
+        ),
+    )
 
 
 def final_running(setup: LabSetup) -> RunningStats:

@@ -20,6 +20,7 @@ from normviz.worked import moments, source, walkthrough
 from normviz.worked.moments import Moments, MomentsView, controls, moments_table
 from normviz.worked.presets import EDITOR_HELP, PRESETS, Preset, preset_frame
 from normviz.worked.source import SourceCheck, is_source, source_comparison
+from normviz.worked.stepping import method_frames
 from normviz.worked.steps import (
     EPS,
     MAX_ABS,
@@ -104,6 +105,7 @@ __all__ = [
     "heading",
     "is_source",
     "make_worked_figure",
+    "method_frames",
     "method_steps",
     "moments_table",
     "pooled_axis",
