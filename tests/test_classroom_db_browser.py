@@ -1,5 +1,5 @@
-"""A student is one browser: `streamlit run asgi.py` gives each browser an id cookie
-(ui/browser.py), and a reload finds that browser's answer in the class again.
+"""A student is one browser: `streamlit run app.py` (app.py's `st.App`) gives each
+browser an id cookie (ui/browser.py), and a reload finds that browser's answer again.
 
 One server, one class opened through the store, two Chromium contexts (two browsers).
 """
@@ -31,10 +31,10 @@ TIMEOUT = 120_000  # ms
 
 
 @contextmanager
-def _asgi_server(db: str, log: Path) -> Iterator[str]:
+def _app_server(db: str, log: Path) -> Iterator[str]:
     port = free_port()
     with log.open("w") as out:
-        args = ["asgi.py", "--server.port", str(port), "--server.address", "127.0.0.1"]
+        args = ["app.py", "--server.port", str(port), "--server.address", "127.0.0.1"]
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", *args, "--server.headless", "true"],
             cwd=ROOT,
@@ -95,7 +95,7 @@ def test_a_reload_keeps_the_browsers_answer(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'classes.db'}"
     room = Classroom(db)
     code = room.open("choose", 0, client="teacher").info.code
-    with _asgi_server(db, tmp_path / "server.log") as url:
+    with _app_server(db, tmp_path / "server.log") as url:
         page = f"{url}/practice?class={code}"
         given = _set_cookie(page)
         assert len(given) == 1 and "HttpOnly" in given[0] and "SameSite=Lax" in given[0]
