@@ -1,5 +1,6 @@
 """A student is one browser: `streamlit run app.py` (app.py's `st.App`) gives each
-browser an id cookie (ui/browser.py), and a reload finds that browser's answer again.
+browser an id cookie (ui/browser.py), and a reload finds that browser's answer again;
+a second tab of the same browser is the same student (its answer replaces the first).
 
 One server, one class opened through the store, two Chromium contexts (two browsers).
 """
@@ -78,11 +79,19 @@ async def _browsers(url: str, code: str, room: Classroom) -> tuple[bool, bool, b
         cookie = next(c for c in await one.cookies() if c["name"] == NAME)
         # this browser's answer arrives (as if sent from another tab or process) ...
         ex = practice.exercise("choose", 0)
-        room.submit(code, 1, cookie["value"], ex.options[0][0], client="test")
+        room.submit(code, 1, cookie["value"], ex.options[0][0])
         await p.reload(timeout=TIMEOUT)  # ... and a reload finds it
         await p.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
         await sent.wait_for(timeout=TIMEOUT)
         after = await sent.count() > 0
+        tab = await one.new_page()  # a second tab of the same browser: another session
+        await tab.goto(f"{url}/practice?class={code}", timeout=TIMEOUT)
+        await tab.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
+        label = ex.options[1][1]
+        await tab.locator(f".st-key-pr_choice_{code}-1").get_by_text(label, exact=True).click()
+        await tab.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
+        await tab.locator(".st-key-pr_submit button").click()
+        await tab.get_by_text(live.SENT).wait_for(timeout=TIMEOUT)
         q = await two.new_page()  # another browser is another student
         await q.goto(f"{url}/practice?class={code}", timeout=TIMEOUT)
         await q.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
@@ -107,3 +116,5 @@ def test_a_reload_keeps_the_browsers_answer(tmp_path: Path) -> None:
             ).result()
     assert cookie["httpOnly"]
     assert (before, after, other) == (False, True, False)
+    ex = practice.exercise("choose", 0)  # the tab's answer replaced the first: one student
+    assert room.counts(code, "teacher") == {ex.options[1][0]: 1}

@@ -9,8 +9,16 @@ TEACH = (
     "everyone, then move the class on. Answers are anonymous."
 )
 TEACHER_KEY = (
-    "Your teacher key resumes this view from another browser or after a server restart. "
-    "Keep it to yourself: it is shown once."
+    "Your teacher key makes another browser a teacher of this class (type it under "
+    "\"Resume teaching\" there). Keep it to yourself: whoever has it can end the class."
+)
+KEY_HELP = (
+    "This browser stays the class's teacher after a reload or a server restart; the key "
+    "is needed only to teach from another device."
+)
+KEY_GONE = (
+    "This browser no longer holds the key (only its hash is stored). A new key replaces "
+    "it: the old one stops working; browsers already teaching keep teaching."
 )
 STUDENT = "You are in a live class: answer, and wait for your teacher to reveal the answer."
 SENT = "Your answer is in. You may change it until the teacher reveals the answer."
