@@ -32,8 +32,9 @@ TIMEOUT = 120_000  # ms
 
 
 @contextmanager
-def _app_server(db: str, log: Path) -> Iterator[str]:
-    port = free_port()
+def _app_server(db: str, log: Path, port: int | None = None) -> Iterator[str]:
+    """`streamlit run app.py` on `port` (default a free one) with NORMVIZ_DB_URL=`db`."""
+    port = port or free_port()
     with log.open("w") as out:
         args = ["app.py", "--server.port", str(port), "--server.address", "127.0.0.1"]
         proc = subprocess.Popen(

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from conftest import assert_clean, run_app, texts
 
+from benchmarks.common import app_test
 from normviz.classroom import Limits
 from normviz.practice import live
 
@@ -98,3 +99,20 @@ def test_one_browser_opens_a_limited_number_of_classes(db: str) -> None:
         f"This browser has opened {most} classes in the last 60 minutes" in e for e in errors
     ), errors
     assert not _has(teacher, "pr_reveal")
+
+
+def test_a_teacher_back_in_a_new_session_is_told_so_once(db: str) -> None:
+    """Another session of the teaching browser (AppTest: the same browser id, as after a
+    reload or a move to another process) gets the teacher view and one notice."""
+    teacher = run_app("practice", {"kind": "choose"})
+    teacher.button(key="pr_start").click().run()
+    assert live.BACK not in texts(teacher)  # the session that opened it knows
+    code = teacher.session_state["class"]
+    browser = teacher.session_state["pr_student"]
+    again = app_test("practice", {"class": code})
+    again.session_state["pr_student"] = browser  # the same browser, a new session
+    again.run()
+    assert_clean(again)
+    assert _has(again, "pr_reveal") and live.BACK in texts(again)
+    again.run()
+    assert _has(again, "pr_reveal") and live.BACK not in texts(again)

@@ -18,6 +18,7 @@ from ui import browser as cookie
 
 _SESSION = "pr_student"  # this session's own id, when the browser sent no cookie
 _KEYS = "pr_teaching"  # class code -> teacher key, for the classes this session opened
+_SEEN = "pr_taught"  # class codes this session has shown the teacher's view of
 
 
 def browser() -> str:
@@ -43,3 +44,12 @@ def keep_key(code: str, key: str) -> None:
 def held_key(code: str) -> str | None:
     """The class's teacher key, if this session opened or resumed the class with it."""
     return st.session_state.get(_KEYS, {}).get(code)
+
+
+def first_teacher_run(code: str) -> bool:
+    """True once per session and class, unless this session opened or resumed it: the
+    teacher's view came back in a new session (a reload, a lost process, a restart)."""
+    seen = st.session_state.setdefault(_SEEN, set())
+    first = code not in seen and held_key(code) is None
+    seen.add(code)
+    return first

@@ -24,7 +24,7 @@ from normviz.classroom import (
     default_url,
 )
 from normviz.practice import Exercise, Verdict, live
-from ui import identity, runner, safe, state
+from ui import comeback, identity, runner, safe, state
 from ui.safe import md_text
 
 PAGE = "practice"
@@ -228,18 +228,24 @@ def submit(info: ClassInfo, ex: Exercise, answer: str | None) -> str | None:
 
 
 def teaches(code: str) -> bool:
-    """Does this browser teach the class (a reload or a restart keeps that)?"""
+    """Does this browser teach the class? A reload, a lost process or a restart keeps
+    that: a session that did not start the class says once that the view is back."""
     try:
-        return room().is_teacher(code, identity.browser())
+        mine = room().is_teacher(code, identity.browser())
     except ClassError as e:
         st.error(md_text(e, limit=300), icon=":material/block:")
         return False
+    if mine and identity.first_teacher_run(code):
+        st.info(live.BACK, icon=":material/restart_alt:")
+    return mine
 
 
 def join(code: str) -> ClassInfo | None:
-    """The class a link or this session names, or None (after a clear message)."""
+    """The class a link or this session names, or None (after a clear message). A class's
+    page comes back by itself after its session is lost (ui.comeback)."""
     if not code:
         return None
+    comeback.watch()
     try:
         return room().get(code)
     except ClassError as e:
@@ -355,6 +361,7 @@ def tally(ex: Exercise, code: str) -> None:
     except ClassError as e:
         st.error(md_text(e, limit=300), icon=":material/block:")
         return
+    comeback.beat()
     rows = practice.tally(ex, counts)
     st.caption(live.WAITING)
     fig = practice.make_tally_figure(rows, info.revealed, state.presenter())
@@ -372,6 +379,7 @@ def tally(ex: Exercise, code: str) -> None:
 @st.fragment(run_every=live.POLL_S)
 def poll(code: str, shown: tuple[int, bool]) -> None:
     """A student's view: rerun the page when the teacher reveals or moves on."""
+    comeback.beat()
     try:
         info = room().get(code)
     except ClassUnavailable as e:  # keep polling: the page shows the class again after

@@ -12,6 +12,11 @@ TEACHER_KEY = (
     "Your teacher key makes another browser a teacher of this class (type it under "
     "\"Resume teaching\" there). Keep it to yourself: whoever has it can end the class."
 )
+BACK = (
+    "Your teacher view is back: this browser teaches this class, after a reload, a lost "
+    "connection or a server restart too. Answers already sent are kept. If you had just "
+    "clicked a button, check that it took effect, and click it again if not."
+)
 KEY_HELP = (
     "This browser stays the class's teacher after a reload or a server restart; the key "
     "is needed only to teach from another device."
