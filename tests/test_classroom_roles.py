@@ -144,6 +144,11 @@ async def _one_server(port: int, db: str, log: Path) -> dict:
                 await s.reload()
                 await _done(s)
                 out["reload_student"] = await s.get_by_text(live.SENT).count() > 0
+                # the session's next run drops the notice, so that after the restart
+                # only the new session's first run can show it again
+                await t.locator(f".st-key-pr_show_key_{code} label").click()
+                await _done(t)
+                out["reload_notice_once"] = await t.get_by_text(live.BACK).count() == 0
             with _app_server(db, log.with_suffix(".2.log"), port):  # a restart, same port
                 out["restart"] = await _reveal_after_loss(t)
                 out["restart_student"] = await _revealed(s, wrong)
