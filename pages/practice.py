@@ -8,8 +8,8 @@ import ui.warmup  # first: the heavy imports, one thread at a time
 from normviz import practice
 from normviz.classroom import ClassInfo
 from normviz.practice import Exercise, live
+from ui import identity, route, state
 from ui import practice as ui
-from ui import route, state
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
@@ -106,7 +106,7 @@ def student(info: ClassInfo) -> None:
         return
     st.info(live.STUDENT, icon=":material/groups:")
     tag = f"{info.code}-{info.question}"
-    mine = ui.room().answer_of(info.code, info.question, ui.student_id())
+    mine = ui.room().answer_of(info.code, info.question, identity.browser())
     st.caption(f"Question {info.question}")
     question(ex)
     if info.revealed:
@@ -138,7 +138,7 @@ if info is None:
         st.radio, "kind", "Exercise", PAGE, horizontal=True, format_func=LABELS.__getitem__
     )
     solo(kind, state.settings().seed)
-elif ui.teacher_key(info.code):
+elif ui.teaches(info.code):
     teacher(info)
 else:
     student(info)

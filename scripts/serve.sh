@@ -3,7 +3,8 @@
 #
 #   scripts/serve.sh N [PORT]        (default PORT 8080; Ctrl-C stops everything)
 #
-# Starts N `streamlit run app.py` processes on free loopback ports, then Debian's nginx
+# Starts N `streamlit run app.py` processes (app.py's st.App: each browser gets its id
+# cookie, ui/browser.py) on free loopback ports, then Debian's nginx
 # (`apt-get install nginx`) with its own config (deploy/nginx.conf.template) on PORT,
 # with session affinity by cookie, websocket upgrade and /_stcore/metrics blocked.
 # Nothing runs as a system service: pid file, logs and temp files live in a run

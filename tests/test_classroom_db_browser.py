@@ -1,5 +1,6 @@
-"""A student is one browser: `streamlit run asgi.py` gives each browser an id cookie
-(ui/browser.py), and a reload finds that browser's answer in the class again.
+"""A student is one browser: `streamlit run app.py` (app.py's `st.App`) gives each
+browser an id cookie (ui/browser.py), and a reload finds that browser's answer again;
+a second tab of the same browser is the same student (its answer replaces the first).
 
 One server, one class opened through the store, two Chromium contexts (two browsers).
 """
@@ -31,10 +32,11 @@ TIMEOUT = 120_000  # ms
 
 
 @contextmanager
-def _asgi_server(db: str, log: Path) -> Iterator[str]:
-    port = free_port()
+def _app_server(db: str, log: Path, port: int | None = None) -> Iterator[str]:
+    """`streamlit run app.py` on `port` (default a free one) with NORMVIZ_DB_URL=`db`."""
+    port = port or free_port()
     with log.open("w") as out:
-        args = ["asgi.py", "--server.port", str(port), "--server.address", "127.0.0.1"]
+        args = ["app.py", "--server.port", str(port), "--server.address", "127.0.0.1"]
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", *args, "--server.headless", "true"],
             cwd=ROOT,
@@ -78,11 +80,19 @@ async def _browsers(url: str, code: str, room: Classroom) -> tuple[bool, bool, b
         cookie = next(c for c in await one.cookies() if c["name"] == NAME)
         # this browser's answer arrives (as if sent from another tab or process) ...
         ex = practice.exercise("choose", 0)
-        room.submit(code, 1, cookie["value"], ex.options[0][0], client="test")
+        room.submit(code, 1, cookie["value"], ex.options[0][0])
         await p.reload(timeout=TIMEOUT)  # ... and a reload finds it
         await p.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
         await sent.wait_for(timeout=TIMEOUT)
         after = await sent.count() > 0
+        tab = await one.new_page()  # a second tab of the same browser: another session
+        await tab.goto(f"{url}/practice?class={code}", timeout=TIMEOUT)
+        await tab.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
+        label = ex.options[1][1]
+        await tab.locator(f".st-key-pr_choice_{code}-1").get_by_text(label, exact=True).click()
+        await tab.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
+        await tab.locator(".st-key-pr_submit button").click()
+        await tab.get_by_text(live.SENT).wait_for(timeout=TIMEOUT)
         q = await two.new_page()  # another browser is another student
         await q.goto(f"{url}/practice?class={code}", timeout=TIMEOUT)
         await q.wait_for_function(DONE_JS, timeout=TIMEOUT, polling=100)
@@ -95,7 +105,7 @@ def test_a_reload_keeps_the_browsers_answer(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'classes.db'}"
     room = Classroom(db)
     code = room.open("choose", 0, client="teacher").info.code
-    with _asgi_server(db, tmp_path / "server.log") as url:
+    with _app_server(db, tmp_path / "server.log") as url:
         page = f"{url}/practice?class={code}"
         given = _set_cookie(page)
         assert len(given) == 1 and "HttpOnly" in given[0] and "SameSite=Lax" in given[0]
@@ -107,3 +117,5 @@ def test_a_reload_keeps_the_browsers_answer(tmp_path: Path) -> None:
             ).result()
     assert cookie["httpOnly"]
     assert (before, after, other) == (False, True, False)
+    ex = practice.exercise("choose", 0)  # the tab's answer replaced the first: one student
+    assert room.counts(code, "teacher") == {ex.options[1][0]: 1}

@@ -64,12 +64,16 @@ async def _open(b, url: str, width: int = 1280):  # type: ignore[no-untyped-def]
 
 
 async def _start_class(p) -> tuple[str, str]:
-    """In a solo view: open the teaching fold, start a class; returns (code, teacher key)."""
+    """In a solo view: open the teaching fold, start a class; returns (code, teacher key),
+    the key read after asking for it (it is not shown unasked)."""
     await p.get_by_text("Teach a live class").click()
     await p.locator(".st-key-pr_start button").click()
-    await p.locator(".st-key-pr_key_box code").wait_for()
+    await p.get_by_text("Live class, question 1").wait_for()
     await _done(p)
     code = (await p.locator("[data-testid=stMetricValue]").first.inner_text()).strip()
+    await p.locator(f".st-key-pr_show_key_{code} label").click()
+    await p.locator(".st-key-pr_key_box code").wait_for()
+    await _done(p)
     key = (await p.locator(".st-key-pr_key_box code").inner_text()).strip()
     return code, key
 

@@ -21,7 +21,7 @@ from pgcluster import db_url, pg_server  # noqa: F401  (fixtures)
 from normviz.classroom import ClassError, Classroom, Limits, new_student_id, normalize_code
 from normviz.classroom.store import ALPHABET
 
-MANY = Limits(opens_per_client=1000)  # tests that open many classes from one client
+MANY = Limits(opens_per_client=1000, opens_per_address=1000)  # many classes from one client
 
 
 @pytest.fixture
@@ -128,7 +128,9 @@ def test_codes_forgive_case_spaces_and_dashes(url: str) -> None:
 
 def test_limits_on_classes_answers_and_lifetime(url: str) -> None:
     clock = Clock()
-    limits = Limits(open_classes=3, students=4, lifetime_s=100, opens_per_client=1000)
+    limits = Limits(
+        open_classes=3, students=4, lifetime_s=100, opens_per_client=1000, opens_per_address=1000
+    )
     room = Classroom(url, limits, clock)
     opened = [room.open("cells", i) for i in range(3)]
     with pytest.raises(ClassError, match="limit"):
@@ -168,7 +170,7 @@ def test_bad_inputs_are_refused(url: str) -> None:
 def _submit_many(url: str, code: str, n: int, answer: str) -> None:
     room = Classroom(url)
     for _ in range(n):
-        room.submit(code, 1, new_student_id(), answer, client=answer)
+        room.submit(code, 1, new_student_id(), answer)
 
 
 def test_two_processes_share_one_database(url: str) -> None:

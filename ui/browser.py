@@ -1,12 +1,13 @@
 """The browser's id: a random cookie that makes a student one browser, not one session.
 
 Streamlit reads cookies (`st.context.cookies`, from the page's first request) but a
-script cannot set one, so the server sets it: `asgi.py` runs app.py in `st.App` with
-`BrowserId`, an ASGI middleware that adds an HttpOnly, SameSite=Lax cookie to an HTML
-page response that came without one. A reload, a reconnect, or a move to another
-process behind nginx then sends the same id, and the live class (normviz.classroom)
-stores it per class as the student's token. Under plain `streamlit run app.py` there
-is no cookie and `browser_id()` is None: the session's own id stands in.
+script cannot set one, so the server sets it: `streamlit run app.py` serves app.py's
+`st.App`, whose middleware `BrowserId` adds an HttpOnly, SameSite=Lax cookie to an
+HTML page response that came without one. A reload, a reconnect, a move to another
+process behind nginx or a restarted server then sends the same id, and the live class
+(normviz.classroom) keys a student's answers and a teacher's role on it. Without a
+cookie (AppTest, a browser that refuses cookies) `browser_id()` is None and the
+session's own id stands in.
 """
 
 from __future__ import annotations

@@ -22,17 +22,14 @@ from normviz.classroom import (
     Classroom,
     ClassUnavailable,
     default_url,
-    new_student_id,
 )
 from normviz.practice import Exercise, Verdict, live
-from ui import browser, runner, safe, state, tensorgrid
+from ui import comeback, identity, runner, safe, state, tensorgrid
 from ui.safe import md_text
 
 PAGE = "practice"
 KIND, CLASS = state.key(PAGE, "kind"), state.key(PAGE, "class")  # the page knobs' session keys
 _DONE = "pr_done"  # tag -> (answer, correct): this session's checked answers
-_TEACHING = "pr_teaching"  # class code -> teacher key, for the classes this session runs
-_STUDENT = "pr_student"  # this session's anonymous id
 
 
 @st.cache_resource(show_spinner=False)
@@ -202,41 +199,36 @@ def next_seed(seed: int) -> None:
 # ---- live class ------------------------------------------------------------------------------
 
 
-def student_id() -> str:
-    """The browser's id (its cookie, ui/browser.py), else this session's own."""
-    if (held := browser.browser_id()) is not None:
-        return held
-    if _STUDENT not in st.session_state:
-        st.session_state[_STUDENT] = new_student_id()
-    return st.session_state[_STUDENT]
-
-
-def client_key() -> str:
-    """Who asks, for the class's per-client limits: the address (behind nginx, the last
-    X-Forwarded-For entry, which nginx appends), else this session on a local server."""
-    fwd = (st.context.headers.get("X-Forwarded-For") or "").split(",")[-1].strip()
-    return st.context.ip_address or fwd or "session:" + student_id()
-
-
 def submit(info: ClassInfo, ex: Exercise, answer: str | None) -> str | None:
-    """Send this session's answer to the class; the stored answer, or None after a message."""
+    """Send this browser's answer to the class; the stored answer, or None after a message."""
     try:
         key = practice.parse_answer(ex, answer)
-        room().submit(info.code, info.question, student_id(), key, client_key())
+        room().submit(info.code, info.question, identity.browser(), key)
     except (ClassError, practice.AnswerError) as e:
         st.error(md_text(e, limit=300), icon=":material/block:")
         return None
     return key
 
 
-def teacher_key(code: str) -> str | None:
-    return st.session_state.get(_TEACHING, {}).get(code)
+def teaches(code: str) -> bool:
+    """Does this browser teach the class? A reload, a lost process or a restart keeps
+    that: a session that did not start the class says once that the view is back."""
+    try:
+        mine = room().is_teacher(code, identity.browser())
+    except ClassError as e:
+        st.error(md_text(e, limit=300), icon=":material/block:")
+        return False
+    if mine and identity.first_teacher_run(code):
+        st.info(live.BACK, icon=":material/restart_alt:")
+    return mine
 
 
 def join(code: str) -> ClassInfo | None:
-    """The class a link or this session names, or None (after a clear message)."""
+    """The class a link or this session names, or None (after a clear message). A class's
+    page comes back by itself after its session is lost (ui.comeback)."""
     if not code:
         return None
+    comeback.watch()
     try:
         return room().get(code)
     except ClassError as e:
@@ -247,42 +239,59 @@ def join(code: str) -> ClassInfo | None:
 
 
 def start(kind: str, seed: int) -> None:
-    """Callback: open a class on this exercise; this session becomes its teacher."""
+    """Callback: open a class on this exercise; this browser becomes its teacher."""
     try:
-        opened = room().open(kind, seed, client_key())
+        opened = room().open(kind, seed, identity.browser(), identity.address())
     except ClassError as e:
         st.session_state["pr_error"] = str(e)
         return
-    st.session_state.setdefault(_TEACHING, {})[opened.info.code] = opened.teacher_key
-    st.session_state["pr_new_key"] = opened.teacher_key
+    identity.keep_key(opened.info.code, opened.teacher_key)
     st.session_state[CLASS] = opened.info.code
 
 
 def resume(code_key: str, teacher_key_key: str) -> None:
-    """Callback: take up a class's teacher view again with its code and teacher key."""
+    """Callback: make this browser a teacher of a class, with its code and teacher key."""
     code, key = st.session_state.get(code_key, ""), st.session_state.get(teacher_key_key, "")
     try:
-        info = room().teach(code, key)
+        info = room().resume(code, key, identity.browser())
     except ClassError as e:
         st.session_state["pr_error"] = str(e)
         return
-    st.session_state.setdefault(_TEACHING, {})[info.code] = key
+    identity.keep_key(info.code, key)
     st.session_state[CLASS] = info.code
 
 
 def teacher_action(action: str, code: str, kind: str = "", seed: int = 0) -> None:
-    """Callback of the teacher's buttons: reveal, next question, end the class."""
-    key = teacher_key(code) or ""
+    """Callback of the teacher's buttons: reveal, next question, end the class, new key."""
+    me = identity.browser()
     try:
         if action == "reveal":
-            room().reveal(code, key)
+            room().reveal(code, me)
         elif action == "next":  # the kind as picked now (args are from the last run)
-            room().next(code, key, st.session_state.get("pr_next_kind", kind), seed)
+            room().next(code, me, st.session_state.get("pr_next_kind", kind), seed)
+        elif action == "rekey":
+            identity.keep_key(code, room().rekey(code, me))
         else:
-            room().close(code, key)
+            room().close(code, me)
             st.session_state[CLASS] = ""
     except ClassError as e:
         st.session_state["pr_error"] = str(e)
+
+
+def key_panel(code: str) -> None:
+    """The teacher key, only when asked for (off by default: never projected unasked)."""
+    if not st.toggle("Show teacher key", key=f"pr_show_key_{code}", help=live.KEY_HELP):
+        return
+    key = identity.held_key(code)
+    if key is None:  # only its hash is stored: a new one replaces it
+        st.caption(live.KEY_GONE)
+        st.button(
+            "Make a new teacher key", key="pr_rekey", on_click=teacher_action, args=("rekey", code)
+        )
+        return
+    st.info(live.TEACHER_KEY, icon=":material/key:")
+    with st.container(key="pr_key_box"):
+        st.code(key, language=None)
 
 
 def teach_form(kind: str, seed: int) -> None:
@@ -317,28 +326,25 @@ def link(code: str) -> str:
 
 
 def class_header(info: ClassInfo) -> None:
-    """The teacher's heading: the question number, the code, the link, the new key once."""
+    """The teacher's heading: the question number, the code, the link (the key on request)."""
     st.subheader(f"Live class, question {info.question}")
     c1, c2 = st.columns([1, 2])
     c1.metric("Class code", info.code)
     with c2.container(key="pr_link_box"):
         st.code(link(info.code), language=None)
-    new_key = st.session_state.pop("pr_new_key", None)
-    if new_key:
-        st.info(live.TEACHER_KEY, icon=":material/key:")
-        with st.container(key="pr_key_box"):
-            st.code(new_key, language=None)
+    key_panel(info.code)
 
 
 @st.fragment(run_every=live.POLL_S)
 def tally(ex: Exercise, code: str) -> None:
     """The teacher's view of the answers, read again every few seconds."""
     try:
-        info = room().teach(code, teacher_key(code) or "")
-        counts = room().counts(code, teacher_key(code) or "")
+        info = room().teach(code, identity.browser())
+        counts = room().counts(code, identity.browser())
     except ClassError as e:
         st.error(md_text(e, limit=300), icon=":material/block:")
         return
+    comeback.beat()
     rows = practice.tally(ex, counts)
     st.caption(live.WAITING)
     fig = practice.make_tally_figure(rows, info.revealed, state.presenter())
@@ -356,6 +362,7 @@ def tally(ex: Exercise, code: str) -> None:
 @st.fragment(run_every=live.POLL_S)
 def poll(code: str, shown: tuple[int, bool]) -> None:
     """A student's view: rerun the page when the teacher reveals or moves on."""
+    comeback.beat()
     try:
         info = room().get(code)
     except ClassUnavailable as e:  # keep polling: the page shows the class again after

@@ -9,9 +9,9 @@ st.navigation command, your app will ignore the pages/ directory (across all
 sessions)". So a page starts with `entry()`: in a run that did not come through
 app.py it calls `st.navigation` with the app's own pages and reruns, and the
 rerun goes through app.py. No Streamlit internal is read or written. (A startup
-hook on `st.App`'s lifespan runs before any session, but it has no public way to
-end that mode either: it could only write the same internal flag, and it would
-need an ASGI entry file instead of `streamlit run app.py`.)
+hook on `st.App`'s lifespan, which app.py is served by, runs before any session,
+but it has no public way to end that mode either: it could only write the same
+internal flag.)
 
 app.py marks the runs it drives (`through_app`, a thread-local: a session's
 script runs on its own script thread). A fragment's own rerun runs neither app.py

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 from dataclasses import dataclass
@@ -21,8 +22,8 @@ class Limits:
 
     open_classes: int = 200  # unexpired, unended classes on this database
     students: int = 400  # answers to one question of one class
-    answers_per_client: int = 50  # answers to one question from one client key
-    opens_per_client: int = 5  # classes one client key may open per window
+    opens_per_client: int = 5  # classes one browser may open per window
+    opens_per_address: int = 20  # ... and one address (a school's NAT: several teachers)
     open_window_s: float = 3600.0
     lifetime_s: float = 12 * 3600  # a code works at most this long after the class opens
     idle_s: float = 45 * 60  # ... and ends after this long without activity
@@ -51,7 +52,7 @@ class ClassInfo:
 @dataclass(frozen=True)
 class Opened:
     info: ClassInfo
-    teacher_key: str  # shown to the teacher once; resumes the teacher's view
+    teacher_key: str  # shown on request; makes another browser a teacher ("Resume")
 
 
 def normalize_code(raw: object) -> str:
@@ -68,6 +69,37 @@ def normalize_code(raw: object) -> str:
     return text
 
 
+def check_exercise(kind: str, seed: int) -> None:
+    """Raises ClassError unless (`kind`, `seed`) can name a class's exercise."""
+    if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
+        raise ClassError("Unknown exercise kind.")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ClassError(f"The seed must be a whole number from 0 to {MAX_SEED}.")
+
+
 def new_student_id() -> str:
     """An anonymous token for one browser (no name, nothing personal)."""
     return secrets.token_hex(8)
+
+
+# ---- what is stored of a key: its sha256, per class for the browsers -----------------------
+
+
+def sha(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def student_token(code: str, student: object) -> str:
+    """The per-class token stored for a browser's id: the same browser is one student
+    in a class, and its rows in two classes cannot be linked (nor the id read back)."""
+    return sha(f"student:{code}:{str(student)[:64]}")
+
+
+def teacher_token(code: str, browser: object) -> str:
+    """The per-class token of a browser that teaches the class (not a student's)."""
+    return sha(f"teacher:{code}:{str(browser)[:64]}")
+
+
+def client_hash(key: object) -> str:
+    """An opener's browser or address, for the rate limit (`Limits`)."""
+    return sha("client:" + str(key)[:256])

@@ -81,11 +81,32 @@ answers = Table(
     ),
     Column("question", Integer, nullable=False),
     Column("student", String(64), nullable=False),  # the browser's token for this class
-    Column("client", String(64), nullable=False),  # sha256 of the sender's client key
+    Column("client", String(64), nullable=False),  # unused since answers are per browser: ""
     Column("answer", String(MAX_ANSWER_CHARS), nullable=False),
     Column("at", Float, nullable=False),
     UniqueConstraint("class_id", "question", "student", name="one_answer_per_token"),
     Index("answers_by_question", "class_id", "question", "client"),
+)
+# added beside the v2 tables (create_all makes them in an older database too)
+teachers = Table(  # the browsers that teach a class: its opener's, and any resumed with the key
+    "classroom_teachers",
+    metadata,
+    Column(
+        "class_id",
+        Integer,
+        ForeignKey("classroom_classes.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("token", String(64), nullable=False),  # sha256 of the class and the browser's id
+    UniqueConstraint("class_id", "token", name="one_row_per_teacher"),
+)
+openings = Table(  # one row per opened class and per key that opened it (browser, address)
+    "classroom_openings",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("client", String(64), nullable=False),  # sha256 of "browser:..." or "address:..."
+    Column("at", Float, nullable=False),
+    Index("openings_by_client", "client", "at"),
 )
 
 

@@ -2,19 +2,21 @@
 reveals the answer and moves on. Anonymous, bounded, and one class per code.
 
     room = Classroom()                        # NORMVIZ_DB_URL or the SQLite file
-    opened = room.open("cells", seed=7, client="203.0.113.5")   # code and teacher key
-    room.submit(code, question=1, student=token, answer="3,4", client="...")
-    room.counts(code, teacher_key)            # {"3,4": 1}
-    room.reveal(code, teacher_key); room.next(code, teacher_key, "name", 8)
+    opened = room.open("cells", seed=7, client=browser, address="203.0.113.5")
+    room.submit(code, question=1, student=token, answer="3,4")
+    room.counts(code, browser)                # {"3,4": 1}: the opener's browser teaches
+    room.reveal(code, browser); room.next(code, browser, "name", 8)
+    room.resume(code, opened.teacher_key, other_browser)   # another device teaches too
 
 Codes are 10 characters of base32 (50 random bits from `secrets`): they cannot
 be guessed or listed, and every query goes through the one class a code names.
-The teacher's key is never stored, only its sha256 (compared with
-`hmac.compare_digest`). A student is the id their browser holds, stored as a per-class
-token (a hash of the class and the id): one answer per token and question, a later one
-replaces it. A client key (the address or browser id
-the page passes in, stored hashed) bounds how many classes one client opens and how
-many answers it sends to a question (`Limits`).
+A teacher is a browser: the one that opened the class, and any other that gave the
+class's teacher key (`resume`), each stored as a per-class token (a hash of the class
+and the browser's id). Every teacher call takes that browser id, or the key itself;
+the key is never stored, only its sha256 (compared with `hmac.compare_digest`). A
+student is the id their browser holds, stored as a per-class token too: one answer per
+token and question, a later one replaces it. The opener's browser and address (stored
+hashed) bound how many classes one browser and one address open (`Limits`).
 
 Every call waits at most about 1.5 s on the database, steps out of the page-run turn
 meanwhile (`normviz.gate.around`), and raises `ClassUnavailable` (a `ClassError`) when
@@ -23,7 +25,6 @@ the database fails; `submit` returns only once the answer is committed.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import os
 import secrets
@@ -41,13 +42,16 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from normviz import gate
 from normviz.classroom.codes import (
     ALPHABET,
-    KIND_RE,
-    MAX_SEED,
     STUDENT_RE,
     ClassInfo,
     Limits,
     Opened,
+    check_exercise,
+    client_hash,
     normalize_code,
+    sha,
+    student_token,
+    teacher_token,
     unknown,
 )
 from normviz.classroom.db import (
@@ -60,27 +64,15 @@ from normviz.classroom.db import (
     classes,
     create_tables,
     make_engine,
+    openings,
     sqlite_path,
+    teachers,
     unavailable,
 )
 
 FAILURES = (SQLAlchemyError, sqlite3.Error, OSError)
 DEFAULT_LIMITS = Limits()
 TOUCH_S = 60.0  # a teacher's view marks the class active at most this often
-
-
-def _hash(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def _token(code: str, student: object) -> str:
-    """The per-class token stored for a browser's id: the same browser is one student
-    in a class, and its rows in two classes cannot be linked (nor the id read back)."""
-    return _hash(f"student:{code}:{str(student)[:64]}")
-
-
-def _client(key: object) -> str:
-    return _hash("client:" + str(key)[:256])
 
 
 @contextmanager
@@ -178,19 +170,58 @@ class Classroom:
         with self._tx() as c:
             return self._info(self._row(c, code))
 
-    def _teacher_row(self, c: Connection, code: object, teacher_key: object) -> Any:
+    def _teacher_row(self, c: Connection, code: object, teacher: object) -> Any:
+        """The class, if `teacher` is one of its teachers' browser ids or its key."""
         row = self._row(c, code)
-        if not hmac.compare_digest(row.teacher_hash, _hash(str(teacher_key)[:128])):
-            raise ClassError("That teacher key does not belong to this class.")
+        if not (self._teaches(c, row, teacher) or self._key_fits(row, teacher)):
+            raise ClassError(
+                "Only this class's teacher can do that: resume teaching with its teacher key."
+            )
         return row
 
-    def teach(self, code: object, teacher_key: object) -> ClassInfo:
-        """The class, if `teacher_key` is its teacher's (to resume the teacher's view).
+    @staticmethod
+    def _key_fits(row: Any, key: object) -> bool:
+        return hmac.compare_digest(row.teacher_hash, sha(str(key)[:128]))
+
+    @staticmethod
+    def _teaches(c: Connection, row: Any, browser: object) -> bool:
+        mine = and_(
+            teachers.c.class_id == row.id, teachers.c.token == teacher_token(row.code, browser)
+        )
+        return c.execute(select(func.count()).where(mine)).scalar_one() > 0
+
+    def is_teacher(self, code: object, browser: object) -> bool:
+        """Does this browser teach the class (it opened it, or resumed it with the key)?"""
+        with self._tx() as c:
+            return self._teaches(c, self._row(c, code), browser)
+
+    def resume(self, code: object, teacher_key: object, browser: object) -> ClassInfo:
+        """Make `browser` a teacher of the class, if `teacher_key` is the class's key."""
+        with self._tx(write=True) as c:
+            row = self._row(c, code)
+            if not self._key_fits(row, teacher_key):
+                raise ClassError("That teacher key does not belong to this class.")
+            if not self._teaches(c, row, browser):
+                c.execute(
+                    insert(teachers).values(class_id=row.id, token=teacher_token(row.code, browser))
+                )
+            return self._info(row)
+
+    def rekey(self, code: object, teacher: object) -> str:
+        """A new teacher key for the class (the old one stops working); returns it."""
+        key = secrets.token_urlsafe(16)
+        with self._tx(write=True) as c:
+            row = self._teacher_row(c, code, teacher)
+            c.execute(update(classes).where(classes.c.id == row.id).values(teacher_hash=sha(key)))
+        return key
+
+    def teach(self, code: object, teacher: object) -> ClassInfo:
+        """The class, if `teacher` (a browser id or the key) teaches it.
 
         A teacher's view keeps the class active (marked at most once a minute).
         """
         with self._tx() as c:
-            row = self._teacher_row(c, code, teacher_key)
+            row = self._teacher_row(c, code, teacher)
         if row.active + TOUCH_S <= self.clock():
             with suppress(ClassUnavailable), self._tx(write=True) as c:  # busy: the next view
                 c.execute(update(classes).where(classes.c.id == row.id).values(active=self.clock()))
@@ -204,14 +235,14 @@ class Classroom:
                 select(answers.c.answer).where(
                     answers.c.class_id == row.id,
                     answers.c.question == int(question),
-                    answers.c.student == _token(row.code, student),
+                    answers.c.student == student_token(row.code, student),
                 )
             ).scalar()
 
-    def counts(self, code: object, teacher_key: object, question: int | None = None) -> dict:
+    def counts(self, code: object, teacher: object, question: int | None = None) -> dict:
         """How many students gave each answer to `question` (default: the current one)."""
         with self._tx() as c:
-            row = self._teacher_row(c, code, teacher_key)
+            row = self._teacher_row(c, code, teacher)
             q = row.question if question is None else int(question)
             rows = c.execute(
                 select(answers.c.answer, func.count())
@@ -222,31 +253,38 @@ class Classroom:
 
     # ---- writing ------------------------------------------------------------------
 
-    def open(self, kind: str, seed: int, client: object = "") -> Opened:
+    def open(self, kind: str, seed: int, client: object = "", address: object = "") -> Opened:
         """Start a class on exercise (`kind`, `seed`); returns its code and teacher key.
 
-        `client`: the opener's address or browser id (rate-limited per key).
+        `client`: the opener's browser id, which becomes the class's teacher; `address`
+        the opener's address. Each is rate-limited (`opens_per_client`, `_per_address`).
 
         Raises:
-            ClassError: too many open classes, this client opened too many, bad kind or seed.
+            ClassError: too many open classes, this browser or address opened too many,
+                bad kind or seed.
         """
-        self._check_exercise(kind, seed)
+        check_exercise(kind, seed)
         key = secrets.token_urlsafe(16)
-        lim, who = self.limits, _client(client)
+        lim, who = self.limits, client_hash(client)
+        keys = [
+            (client_hash("browser:" + str(client)), lim.opens_per_client, "This browser"),
+            (client_hash("address:" + str(address)), lim.opens_per_address, "This address"),
+        ]
         with self._tx(write=True) as c:
             now = self.clock()
             self._purge(c, now)
-            mine = c.execute(
-                select(func.count()).where(
-                    classes.c.client == who, classes.c.created > now - lim.open_window_s
-                )
-            ).scalar_one()
-            if mine >= lim.opens_per_client:
-                raise ClassError(
-                    f"This browser or address has opened {mine} classes in the last "
-                    f"{lim.open_window_s / 60:g} minutes, the limit. Resume one of them with "
-                    "its teacher key, or try again later."
-                )
+            for hashed, most, name in keys:
+                mine = c.execute(
+                    select(func.count()).where(
+                        openings.c.client == hashed, openings.c.at > now - lim.open_window_s
+                    )
+                ).scalar_one()
+                if mine >= most:
+                    raise ClassError(
+                        f"{name} has opened {mine} classes in the last "
+                        f"{lim.open_window_s / 60:g} minutes, the limit. Resume one of them "
+                        "with its teacher key, or try again later."
+                    )
             n_open = c.execute(select(func.count()).where(classes.c.closed.is_(False))).scalar_one()
             if n_open >= lim.open_classes:
                 raise ClassError(
@@ -255,7 +293,7 @@ class Classroom:
                 )
             for _ in range(8):  # a clash of 50-bit codes is all but impossible; retry anyway
                 code = "".join(secrets.choice(ALPHABET) for _ in range(CODE_LEN))
-                row = dict(code=code, teacher_hash=_hash(key), client=who, kind=kind)
+                row = dict(code=code, teacher_hash=sha(key), client=who, kind=kind)
                 row |= dict(seed=int(seed), question=1, revealed=False, closed=False)
                 row |= dict(created=now, active=now, expires=now + lim.lifetime_s)
                 try:
@@ -264,16 +302,16 @@ class Classroom:
                     break
                 except IntegrityError:
                     continue
-            info = self._info(self._row(c, code))
+            info = self._info(row := self._row(c, code))
+            c.execute(insert(teachers).values(class_id=row.id, token=teacher_token(code, client)))
+            c.execute(insert(openings), [dict(client=h, at=now) for h, _, _ in keys])
         return Opened(info, key)
 
-    def submit(
-        self, code: object, question: int, student: object, answer: object, client: object = ""
-    ) -> str:
+    def submit(self, code: object, question: int, student: object, answer: object) -> str:
         """Store a student's answer to the current question; returns it once committed.
 
-        `student` is the browser's token (a second answer replaces the first); `client`
-        the sender's address or browser id (at most `answers_per_client` per question).
+        `student` is the browser's id: one answer per browser and question, a second
+        one replaces the first.
 
         Raises:
             ClassError: unknown code, another question, answers closed, full, bad input.
@@ -285,7 +323,6 @@ class Classroom:
         answer = str(answer)
         if len(answer) > MAX_ANSWER_CHARS:
             raise ClassError("That answer is too long to store.")
-        who = _client(client)
         with self._tx(write=True) as c:
             row = self._row(c, code)
             if int(question) != row.question:
@@ -295,20 +332,14 @@ class Classroom:
             now = self.clock()
             c.execute(update(classes).where(classes.c.id == row.id).values(active=now))
             this_q = and_(answers.c.class_id == row.id, answers.c.question == row.question)
-            student = _token(row.code, student)
+            student = student_token(row.code, student)
             mine = and_(this_q, answers.c.student == student)
             if c.execute(update(answers).where(mine).values(answer=answer, at=now)).rowcount:
                 return answer
             n = c.execute(select(func.count()).where(this_q)).scalar_one()
             if n >= self.limits.students:
                 raise ClassError(f"This question already has {n} answers, the limit for a class.")
-            n = c.execute(select(func.count()).where(this_q, answers.c.client == who)).scalar_one()
-            if n >= self.limits.answers_per_client:
-                raise ClassError(
-                    f"This browser or address already sent {n} answers to this question, "
-                    "the limit for one client."
-                )
-            values = dict(class_id=row.id, question=row.question, student=student, client=who)
+            values = dict(class_id=row.id, question=row.question, student=student, client="")
             try:
                 with c.begin_nested():
                     c.execute(insert(answers).values(**values, answer=answer, at=now))
@@ -316,35 +347,35 @@ class Classroom:
                 c.execute(update(answers).where(mine).values(answer=answer, at=now))
         return answer
 
-    def reveal(self, code: object, teacher_key: object) -> ClassInfo:
+    def reveal(self, code: object, teacher: object) -> ClassInfo:
         """Show the current question's answer to the whole class (answers close)."""
-        return self._set(code, teacher_key, revealed=True)
+        return self._set(code, teacher, revealed=True)
 
-    def next(self, code: object, teacher_key: object, kind: str, seed: int) -> ClassInfo:
+    def next(self, code: object, teacher: object, kind: str, seed: int) -> ClassInfo:
         """Move the class on to a new exercise (a new question number, answers open)."""
-        self._check_exercise(kind, seed)
+        check_exercise(kind, seed)
         with self._tx(write=True) as c:
-            row = self._teacher_row(c, code, teacher_key)
+            row = self._teacher_row(c, code, teacher)
             values = dict(kind=kind, seed=int(seed), question=row.question + 1, revealed=False)
             c.execute(
                 update(classes).where(classes.c.id == row.id).values(**values, active=self.clock())
             )
             return self._info(self._row(c, row.code))
 
-    def close(self, code: object, teacher_key: object) -> None:
+    def close(self, code: object, teacher: object) -> None:
         """End the class: its code stops working and its answers are deleted.
 
         The ended class's row (no answers) stays until its opener's window is over, so
-        ending and reopening does not get around the per-client limit.
+        ending and reopening does not change what it counts.
         """
         with self._tx(write=True) as c:
-            row = self._teacher_row(c, code, teacher_key)
+            row = self._teacher_row(c, code, teacher)
             c.execute(delete(answers).where(answers.c.class_id == row.id))
             c.execute(update(classes).where(classes.c.id == row.id).values(closed=True))
 
-    def _set(self, code: object, teacher_key: object, **values: object) -> ClassInfo:
+    def _set(self, code: object, teacher: object, **values: object) -> ClassInfo:
         with self._tx(write=True) as c:
-            row = self._teacher_row(c, code, teacher_key)
+            row = self._teacher_row(c, code, teacher)
             c.execute(
                 update(classes).where(classes.c.id == row.id).values(**values, active=self.clock())
             )
@@ -360,10 +391,4 @@ class Classroom:
         c.execute(
             delete(classes).where(classes.c.closed, classes.c.created <= now - lim.open_window_s)
         )
-
-    @staticmethod
-    def _check_exercise(kind: str, seed: int) -> None:
-        if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
-            raise ClassError("Unknown exercise kind.")
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-            raise ClassError(f"The seed must be a whole number from 0 to {MAX_SEED}.")
+        c.execute(delete(openings).where(openings.c.at <= now - lim.open_window_s))

@@ -9,8 +9,21 @@ TEACH = (
     "everyone, then move the class on. Answers are anonymous."
 )
 TEACHER_KEY = (
-    "Your teacher key resumes this view from another browser or after a server restart. "
-    "Keep it to yourself: it is shown once."
+    "Your teacher key makes another browser a teacher of this class (type it under "
+    "\"Resume teaching\" there). Keep it to yourself: whoever has it can end the class."
+)
+BACK = (
+    "Your teacher view is back: this browser teaches this class, after a reload, a lost "
+    "connection or a server restart too. Answers already sent are kept. If you had just "
+    "clicked a button, check that it took effect, and click it again if not."
+)
+KEY_HELP = (
+    "This browser stays the class's teacher after a reload or a server restart; the key "
+    "is needed only to teach from another device."
+)
+KEY_GONE = (
+    "This browser no longer holds the key (only its hash is stored). A new key replaces "
+    "it: the old one stops working; browsers already teaching keep teaching."
 )
 STUDENT = "You are in a live class: answer, and wait for your teacher to reveal the answer."
 SENT = "Your answer is in. You may change it until the teacher reveals the answer."
