@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import keys
+import pytest
 from conftest import assert_clean, run_app, texts
 
 from benchmarks.common import app_test
