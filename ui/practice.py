@@ -11,7 +11,6 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -72,10 +71,12 @@ def _grid(
     picked: tuple[int, ...],
     marks: tuple[tuple[int, ...], tuple[int, ...]] | None,
     presenter: bool,
+    max_height: int | None = None,
 ) -> go.Figure:
     """The grid, keyed on plain values: the picked cells, and the missed and extra ones."""
     verdict = Verdict(False, "", *marks) if marks is not None else None
-    return practice.make_grid_figure(practice.exercise(kind, seed), picked, verdict, presenter)
+    ex = practice.exercise(kind, seed)
+    return practice.make_grid_figure(ex, picked, verdict, presenter, max_height)
 
 
 def _names(ex: Exercise) -> list[str]:
@@ -98,8 +99,15 @@ def _on_pick(key: str, chart: str, names: Sequence[str]) -> None:
     st.session_state[key + "_n"] = st.session_state.get(key + "_n", 0) + 1  # a fresh chart
 
 
-def grid(ex: Exercise, tag: str, verdict: Verdict | None, answer: str | None = None) -> None:
-    """The exercise's grid: clickable while a cells answer is open, else for looking."""
+def grid(
+    ex: Exercise,
+    tag: str,
+    verdict: Verdict | None,
+    answer: str | None = None,
+    max_height: int | None = None,
+) -> None:
+    """The exercise's grid: clickable while a cells answer is open, else for looking (at
+    most `max_height` px tall if given: the projector's view)."""
     if ex.case is None:
         return
     key = f"pr_cells_{tag}"
@@ -113,7 +121,7 @@ def grid(ex: Exercise, tag: str, verdict: Verdict | None, answer: str | None = N
             else tuple(names.index(n) for n in safe.offered_all(st.session_state.get(key), names))
         )
     marks = (verdict.missed, verdict.extra) if verdict is not None else None
-    fig = _grid(ex.kind, ex.seed, picked, marks, state.presenter())
+    fig = _grid(ex.kind, ex.seed, picked, marks, state.presenter(), max_height)
     words = practice.grid_alt(ex, picked, verdict)
     if ex.form != "cells" or verdict is not None or answer is not None:
         runner.chart(fig, f"pr_grid_{tag}", words, width="content")
@@ -325,49 +333,6 @@ def errors() -> None:
     msg = st.session_state.pop("pr_error", None)
     if msg:
         st.error(md_text(msg, limit=300), icon=":material/block:")
-
-
-def link(code: str) -> str:
-    url = (st.context.url or "").split("?")[0]
-    base = url.rsplit("/practice", 1)[0] if "/practice" in url else url
-    return live.share_link(base, code)
-
-
-def class_header(info: ClassInfo) -> None:
-    """The teacher's heading: the question number, the code, the link, the new key once."""
-    st.subheader(f"Live class, question {info.question}")
-    c1, c2 = st.columns([1, 2])
-    c1.metric("Class code", info.code)
-    with c2.container(key="pr_link_box"):
-        st.code(link(info.code), language=None)
-    new_key = st.session_state.pop("pr_new_key", None)
-    if new_key:
-        st.info(live.TEACHER_KEY, icon=":material/key:")
-        with st.container(key="pr_key_box"):
-            st.code(new_key, language=None)
-
-
-@st.fragment(run_every=live.POLL_S)
-def tally(ex: Exercise, code: str) -> None:
-    """The teacher's view of the answers, read again every few seconds."""
-    try:
-        info = room().teach(code, teacher_key(code) or "")
-        counts = room().counts(code, teacher_key(code) or "")
-    except ClassError as e:
-        st.error(md_text(e, limit=300), icon=":material/block:")
-        return
-    rows = practice.tally(ex, counts)
-    st.caption(live.WAITING)
-    fig = practice.make_tally_figure(rows, info.revealed, state.presenter())
-    runner.chart(fig, "pr_tally")
-    if rows:
-        df = pd.DataFrame(
-            [(r.label, r.count, "✔" if r.correct else "") for r in rows],
-            columns=["answer", "students", "right" if info.revealed else ""],
-        )
-        if not info.revealed:
-            df = df.iloc[:, :2]
-        st.table(df.set_index("answer"))
 
 
 @st.fragment(run_every=live.POLL_S)

@@ -21,6 +21,9 @@ from normviz.practice.common import Exercise, TallyRow, Verdict, cell_name
 
 MAX_GRID_PX = 640  # the grid's width at most
 CELL_PX = (22, 56)  # a cell's side, px (min, max)
+FRAME_PX = 140  # the grid's height beyond its rows: column labels, axis titles, legend
+TALLY_PX = 180  # the tally's height beyond its bars: title, axis, its title
+FIT_MIN_PX = 16  # a cell's side at least, when the grid is fitted to a height
 MISSED = style.PALETTE[2]  # green: in the group, not picked
 EXTRA = style.PALETTE[5]  # vermillion: picked, not in the group
 PICKED = style.PALETTE[4]  # sky: picked (not graded yet)
@@ -39,9 +42,15 @@ def positions(layout: str, shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray
     return rows, cols
 
 
-def cell_px(shape: Sequence[int]) -> int:
+def cell_px(shape: Sequence[int], max_height: int | None = None) -> int:
+    """A cell's side: the grid at most MAX_GRID_PX wide and, if given, `max_height` tall
+    (a projector's screen: the cells shrink to FIT_MIN_PX at least)."""
     n_cols = math.prod(shape[2:])
-    return int(np.clip(MAX_GRID_PX // max(n_cols, 1), *CELL_PX))
+    side = int(np.clip(MAX_GRID_PX // max(n_cols, 1), *CELL_PX))
+    if max_height is not None:
+        n_rows = shape[0] * shape[1]
+        side = min(side, max(FIT_MIN_PX, (max_height - FRAME_PX) // n_rows))
+    return side
 
 
 def _axis_text(axes: Sequence[str], index: Sequence[int]) -> str:
@@ -128,9 +137,11 @@ def make_grid_figure(
     picked: Sequence[int] = (),
     verdict: Verdict | None = None,
     presenter: bool = False,
+    max_height: int | None = None,
 ) -> go.Figure:
     """The exercise's tensor: the marked cell in black, picked cells, and after grading
-    the missed (green) and extra (vermillion, crossed) cells."""
+    the missed (green) and extra (vermillion, crossed) cells; at most `max_height` px
+    tall if given (see cell_px)."""
     case = ex.case
     assert case is not None
     lay = LAYOUTS[case.layout]
@@ -146,7 +157,7 @@ def make_grid_figure(
     text = [f"{v:g}" for v in ex.values] if ex.colour == "values" else None
     if ex.colour == "groups":  # the group's number in each cell: colour is not the only signal
         text = [str(int(g)) for g in _groups(ex)]
-    px = cell_px(case.shape)
+    px = cell_px(case.shape, max_height)
     fig = Spec().add_trace(
         trace(
             "scatter",
@@ -155,7 +166,7 @@ def make_grid_figure(
             mode="markers+text" if text else "markers",
             text=text,
             textfont={
-                "size": style.font_size(presenter) - 2,
+                "size": min(style.font_size(presenter) - 2, round(0.6 * px)),  # fits a cell
                 "color": [style.ink(f) for f in fill],
             },
             customdata=list(range(ex.n_cells)),
@@ -239,10 +250,14 @@ def make_grid_figure(
         legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
     )
     style.apply(fig, presenter)
-    label_px = style.font_size(presenter) * 0.6 * max(len(t) for t in row_text)
+    char_px = style.font_size(presenter) * 0.6
+    label_px = char_px * max(len(t) for t in row_text)
+    # a legend entry is not wrapped: the figure is at least as wide as the longest one
+    names = [t["name"] for t in fig.data if t.get("showlegend")]
+    legend_px = max((char_px * len(n) + 60 for n in names), default=0)
     fig.update_layout(
-        width=n_cols * px + round(label_px) + 80,
-        height=n_rows * px + 140,
+        width=round(max(n_cols * px + label_px + 80, legend_px)),
+        height=n_rows * px + FRAME_PX,
         margin={"l": round(label_px) + 50, "r": 20, "t": 70, "b": 40},
     )
     return fig.figure()
@@ -276,7 +291,8 @@ def make_tally_figure(
     total = sum(r.count for r in rows)
     fig.update_layout(
         title={"text": f"{total} answer{'s' if total != 1 else ''}"},
-        yaxis={"autorange": "reversed", "fixedrange": True},
+        # no answers yet: no bars, so no numbers up the side either
+        yaxis={"autorange": "reversed", "fixedrange": True, "showticklabels": bool(rows)},
         xaxis={
             "title": {"text": "students"},
             "fixedrange": True,
@@ -285,5 +301,6 @@ def make_tally_figure(
             "dtick": max(1, math.ceil(max((r.count for r in rows), default=1) / 8)),
         },
     )
-    style.apply(fig, presenter, height=120 + 40 * max(len(rows), 1))
+    style.apply(fig, presenter, height=TALLY_PX + 40 * max(len(rows), 1))
+    style.top_room(fig, presenter)
     return fig.figure()

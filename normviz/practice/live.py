@@ -25,6 +25,17 @@ def share_link(base: str, code: str) -> str:
     return f"{base.rstrip('/')}/practice?class={code}"
 
 
+def short_address(link: str) -> str:
+    """The link as a student types it: no scheme, no "www." (browsers add them back)."""
+    bare = link.split("://", 1)[-1]
+    return bare.removeprefix("www.")
+
+
+def qr_alt(link: str) -> str:
+    """The QR code's text alternative: what it holds."""
+    return f"QR code of the class's join link, {short_address(link)}"
+
+
 def score_text(correct: int, answered: int) -> str:
     """ "3 of 5 right (60 %)", or the invitation before the first answer."""
     if not answered:
