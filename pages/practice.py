@@ -34,6 +34,7 @@ def solo(kind: str, seed: int) -> None:
     done = ui.checked(tag)
     verdict = practice.grade(ex, done[0]) if done else None
     question(ex)
+    ui.start_button(kind, seed)
     ui.grid(ex, tag, verdict, done[0] if done else None)
     ui.table(ex)
     answer = ui.answer_input(ex, tag, disabled=done is not None)
@@ -51,7 +52,7 @@ def solo(kind: str, seed: int) -> None:
         args=(seed,),
     )
     st.caption(ui.score())
-    ui.teach_form(kind, seed)
+    ui.teach_form()
 
 
 def student(info: ClassInfo) -> None:

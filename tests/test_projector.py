@@ -18,6 +18,7 @@ from layout_probe import findings, new_context, probe, settle
 from PIL import Image, ImageDraw
 
 from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, app_test
+from normviz import practice
 from normviz.practice import live
 from ui import projector
 
@@ -121,6 +122,47 @@ def test_the_teacher_screen_shows_the_qr_code_and_address_and_never_the_key(db: 
     assert "Live class, question 1" in texts(at)
 
 
+def _path_to(node, key: str, above: tuple = ()) -> tuple | None:  # type: ignore[no-untyped-def]
+    """The element types from the page's root down to the element keyed `key`."""
+    for child in getattr(node, "children", {}).values():
+        here = (*above, getattr(child, "type", None))
+        if getattr(child, "key", None) == key:
+            return here
+        if (found := _path_to(child, key, here)) is not None:
+            return found
+    return None
+
+
+def _order(node) -> list:  # type: ignore[no-untyped-def]
+    """Every element under `node`, in page order."""
+    out = []
+    for child in getattr(node, "children", {}).values():
+        out += [child, *_order(child)]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["cells", "choose"])
+def test_the_start_button_sits_beside_the_exercise_in_no_fold(db: str, kind: str) -> None:
+    at = app_test("practice", {"kind": kind}, timeout=120)
+    at.run()
+    assert_clean(at)
+    path = _path_to(at.main, "pr_start")
+    assert path is not None and "expander" not in path and "popover" not in path, path
+    (button,) = [b for b in at.button if b.key == "pr_start"]
+    assert button.label == live.START and button.help == live.TEACH
+    # right under the exercise's prompt, before its grid and its answer widgets
+    order = [getattr(e, "key", None) or getattr(e, "value", None) for e in _order(at.main)]
+    prompt = order.index(practice.exercise(kind, 0).prompt)
+    start = order.index("pr_start")
+    answers = [
+        i for i, e in enumerate(order) if str(e).startswith(("pr_grid", "pr_cells", "pr_choice"))
+    ]
+    assert prompt < start < min(answers), (prompt, start, answers)
+    button.click().run()
+    assert_clean(at)
+    assert at.session_state["class"] and "Live class, question 1" in texts(at)
+
+
 # ---- in Chromium ----------------------------------------------------------------------------
 
 BOXES = {  # what the first screen must hold, by selector
@@ -135,16 +177,18 @@ BOXES = {  # what the first screen must hold, by selector
 }
 
 
-def _start(p) -> None:  # type: ignore[no-untyped-def]
-    button = p.locator(".st-key-pr_start button")
-    if not button.is_visible():  # (in the teaching fold)
-        p.get_by_text("Teach a live class").click()
+def _start(p) -> dict:  # type: ignore[no-untyped-def]
+    """Start a class with the button beside the exercise; returns where that button was."""
+    button = p.locator(".st-key-pr_start button").first
+    box = button.bounding_box()  # drawn and visible, in no fold
+    assert button.is_visible() and live.START in button.inner_text()
     button.click()
     p.locator(".st-key-pr_qr img").wait_for()
     settle(p)
     p.evaluate("document.querySelector('[data-testid=stMain]').scrollTo(0, 0)")
     p.mouse.move(1, 700)  # the pointer off the charts (their modebars show on hover)
     p.wait_for_timeout(500)
+    return box
 
 
 def _overlap(a: dict, b: dict) -> bool:
@@ -166,7 +210,7 @@ def test_the_projector_screen_fits_1280x720_and_a_phone_shows_the_question(tmp_p
         p.set_default_timeout(120_000)
         p.goto(f"{url}/practice?kind=cells&present=1")
         settle(p)
-        _start(p)
+        start = _start(p)
         boxes = {name: p.locator(sel).first.bounding_box() for name, sel in BOXES.items()}
         code = p.locator(BOXES["code"]).first.inner_text().strip()
         address = p.locator(BOXES["address"]).inner_text().strip()
@@ -185,6 +229,8 @@ def test_the_projector_screen_fits_1280x720_and_a_phone_shows_the_question(tmp_p
             "send": phone.locator(".st-key-pr_submit button").bounding_box(),
         }
         b.close()
+    # the start button sat on the solo page's first screen, above the grid
+    assert start is not None and start["y"] >= 0 and start["y"] + start["height"] <= 720, start
     link = f"{url}/practice?class={code}"
     assert qr == [link]  # the QR code as drawn on the page reads as the join link
     assert address == live.short_address(link) and alt == live.qr_alt(link)

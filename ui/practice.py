@@ -310,13 +310,21 @@ def teacher_action(action: str, code: str, kind: str = "", seed: int = 0) -> Non
         st.session_state["pr_error"] = str(e)
 
 
-def teach_form(kind: str, seed: int) -> None:
-    """Start a class on this exercise, or resume one with its code and teacher key."""
-    with st.expander("Teach a live class", icon=":material/groups:"):
-        st.markdown(live.TEACH)
-        st.button(
-            "Start a class with this exercise", key="pr_start", on_click=start, args=(kind, seed)
-        )
+def start_button(kind: str, seed: int) -> None:
+    """The teacher's way in, beside the exercise: open a live class on it."""
+    st.button(
+        live.START,
+        key="pr_start",
+        icon=":material/groups:",
+        help=live.TEACH,
+        on_click=start,
+        args=(kind, seed),
+    )
+
+
+def teach_form() -> None:
+    """Resume a class with its code and teacher key (at the page's foot)."""
+    with st.expander("Resume teaching a class", icon=":material/key:"):
         c1, c2 = st.columns(2)
         c1.text_input("Class code", key="pr_resume_code", max_chars=16)
         c2.text_input("Teacher key", key="pr_resume_key", type="password", max_chars=64)

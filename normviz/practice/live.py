@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 POLL_S = 2.0  # seconds between the live views' database reads
+START = "Start a live class with this question"
 TEACH = (
-    "Start a class on the exercise shown: you get a code and a link. Students who open the "
-    "link answer the same question; you see their answers arrive, reveal the answer to "
-    "everyone, then move the class on. Answers are anonymous."
+    "For a teacher: open a class on the exercise shown. You get a code, a QR code and a "
+    "short address to project. Students who scan or type it answer the same question; you "
+    "see their answers arrive, reveal the answer to everyone, then move the class on. "
+    "Answers are anonymous."
 )
 TEACHER_KEY = (
     "Your teacher key resumes this view from another browser or after a server restart. "
