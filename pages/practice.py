@@ -8,7 +8,7 @@ import ui.warmup  # first: the heavy imports, one thread at a time
 from normviz import practice
 from normviz.classroom import ClassInfo
 from normviz.practice import Exercise, live
-from ui import identity, route, state
+from ui import identity, projector, route, state
 from ui import practice as ui
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
@@ -34,6 +34,7 @@ def solo(kind: str, seed: int) -> None:
     done = ui.checked(tag)
     verdict = practice.grade(ex, done[0]) if done else None
     question(ex)
+    ui.start_button(kind, seed)
     ui.grid(ex, tag, verdict, done[0] if done else None)
     ui.table(ex)
     answer = ui.answer_input(ex, tag, disabled=done is not None)
@@ -51,52 +52,7 @@ def solo(kind: str, seed: int) -> None:
         args=(seed,),
     )
     st.caption(ui.score())
-    ui.teach_form(kind, seed)
-
-
-def teacher(info: ClassInfo) -> None:
-    """The teacher's view: the code and link, the question, the answers live, the controls."""
-    ex = ui.exercise(info.kind, info.seed)
-    if ex is None:
-        return
-    ui.class_header(info)
-    question(ex)
-    shown = ",".join(ex.truth) if info.revealed and ex.form == "cells" else ""
-    ui.grid(ex, f"t-{info.code}-{info.question}", None, shown)
-    ui.table(ex)
-    if info.revealed:
-        ui.feedback(ex, None)
-    ui.tally(ex, info.code)
-    c1, c2, c3 = st.columns(3)
-    c1.button(
-        "Reveal the answer",
-        key="pr_reveal",
-        type="primary",
-        disabled=info.revealed,
-        on_click=ui.teacher_action,
-        args=("reveal", info.code),
-    )
-    nxt = c2.selectbox(
-        "Next exercise",
-        list(LABELS),
-        format_func=LABELS.__getitem__,
-        index=list(LABELS).index(info.kind),
-        key="pr_next_kind",
-    )
-    c2.button(
-        "Next question",
-        key="pr_push",
-        help=live.NEXT_HELP,
-        on_click=ui.teacher_action,
-        args=("next", info.code, nxt, info.seed + 1),
-    )
-    c3.button(
-        "End the class",
-        key="pr_end",
-        help=live.END_HELP,
-        on_click=ui.teacher_action,
-        args=("end", info.code),
-    )
+    ui.teach_form()
 
 
 def student(info: ClassInfo) -> None:
@@ -127,10 +83,13 @@ def student(info: ClassInfo) -> None:
     ui.poll(info.code, (info.question, info.revealed))
 
 
-st.title("Practice")
+head = st.container()  # the title, above a link's message, except on the projected screen
 knobs = ui.params()
-ui.errors()
 info = ui.join(str(knobs["class"]))
+teaching = info is not None and ui.teaches(info.code)
+if not teaching:  # the projector's screen keeps its height for the class (ui.projector)
+    head.title("Practice")
+ui.errors()
 if info is not None:  # the class's exercise, also in the URL (not the solo default)
     st.session_state[ui.KIND] = info.kind
 if info is None:
@@ -138,7 +97,7 @@ if info is None:
         st.radio, "kind", "Exercise", PAGE, horizontal=True, format_func=LABELS.__getitem__
     )
     solo(kind, state.settings().seed)
-elif ui.teaches(info.code):
-    teacher(info)
+elif teaching:
+    projector.teacher(info)
 else:
     student(info)

@@ -19,6 +19,7 @@ from conftest import CHROMIUM, CHROMIUM_ARGS, ROOT, SHOTS, serve
 
 from benchmarks.common import DONE_JS
 from normviz import practice
+from normviz.classroom import Classroom
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 240_000  # ms: 11 sessions share two busy cores
@@ -63,19 +64,13 @@ async def _open(b, url: str, width: int = 1280):  # type: ignore[no-untyped-def]
     return p
 
 
-async def _start_class(p) -> tuple[str, str]:
-    """In a solo view: open the teaching fold, start a class; returns (code, teacher key),
-    the key read after asking for it (it is not shown unasked)."""
-    await p.get_by_text("Teach a live class").click()
-    await p.locator(".st-key-pr_start button").click()
-    await p.get_by_text("Live class, question 1").wait_for()
+async def _start_class(p) -> str:
+    """In a solo view: start a class with the button beside the exercise; returns the code
+    (the projected screen shows no teacher key)."""
+    await p.locator(".st-key-pr_start button").first.click()  # (its help tooltip doubles it)
+    await p.locator(".st-key-pr_qr img").wait_for()
     await _done(p)
-    code = (await p.locator("[data-testid=stMetricValue]").first.inner_text()).strip()
-    await p.locator(f".st-key-pr_show_key_{code} label").click()
-    await p.locator(".st-key-pr_key_box code").wait_for()
-    await _done(p)
-    key = (await p.locator(".st-key-pr_key_box code").inner_text()).strip()
-    return code, key
+    return (await p.locator("[data-testid=stMetricValue]").first.inner_text()).strip()
 
 
 async def _answer(p, code: str, label: str) -> None:
@@ -119,7 +114,7 @@ async def _class(url: str) -> dict:
     _ex, answers = _plan()
     async with _browser() as b:
         teacher = await _open(b, f"{url}/practice?kind={KIND}", width=1400)
-        code, _key = await _start_class(teacher)
+        code = await _start_class(teacher)
         students = await asyncio.gather(
             *(_open(b, f"{url}/practice?class={code}") for _ in range(STUDENTS))
         )
@@ -158,7 +153,7 @@ async def _click_in_poll(url: str) -> list[dict]:
     _ex, answers = _plan()
     async with _browser() as b:
         teacher = await _open(b, f"{url}/practice?kind={KIND}", width=1400)
-        code, _key = await _start_class(teacher)
+        code = await _start_class(teacher)
         out = []
         for answer in answers[:3]:
             p = await _open(b, f"{url}/practice?class={code}")
@@ -193,31 +188,36 @@ def test_a_click_during_a_slow_poll_keeps_its_value(tmp_path) -> None:
 # ---- two servers, one SQLite file, and a restart ----------------------------------------------
 
 
-async def _two_servers(url_a: str, url_b: str) -> dict:
+async def _resume_in(p, code: str, key: str) -> None:
+    """Take up a class's teacher view with its code and key (the fold at the page's foot)."""
+    await p.get_by_text("Resume teaching a class").click()
+    for name, value in (("code", code), ("key", key)):
+        box = p.locator(f".st-key-pr_resume_{name} input")
+        await box.fill(value)
+        await box.press("Enter")
+        await _done(p)
+    await p.locator(".st-key-pr_resume button").click()
+    await p.get_by_text("Live class, question 1").wait_for()
+    await _done(p)
+
+
+async def _two_servers(url_a: str, url_b: str, code: str, key: str) -> dict:
     _ex, answers = _plan()
     async with _browser() as b:
-        teacher = await _open(b, f"{url_a}/practice?kind={KIND}", width=1400)
-        code, key = await _start_class(teacher)
+        teacher = await _open(b, f"{url_a}/practice", width=1400)
+        await _resume_in(teacher, code, key)
         students = [await _open(b, f"{u}/practice?class={code}") for u in (url_b, url_a, url_b)]
         for p, a in zip(students, answers, strict=False):
             await _answer(p, code, a)
         seen = await _until_tally(teacher, dict(Counter(answers[:3])))
         problems = await asyncio.gather(*(_problems(p) for p in [teacher, *students]))
-    return {"seen": seen, "code": code, "key": key, "problems": problems}
+    return {"seen": seen, "problems": problems}
 
 
 async def _resume(url: str, code: str, key: str) -> dict:
     async with _browser() as b:
         p = await _open(b, f"{url}/practice", width=1400)
-        await p.get_by_text("Teach a live class").click()
-        for name, value in (("code", code), ("key", key)):
-            box = p.locator(f".st-key-pr_resume_{name} input")
-            await box.fill(value)
-            await box.press("Enter")
-            await _done(p)
-        await p.locator(".st-key-pr_resume button").click()
-        await p.get_by_text("Live class, question 1").wait_for()
-        await _done(p)
+        await _resume_in(p, code, key)
         return {"seen": await _until_tally(p, _expected_three()), "problems": await _problems(p)}
 
 
@@ -226,13 +226,17 @@ def _expected_three() -> dict[str, int]:
 
 
 def test_two_servers_share_a_class_and_a_restart_keeps_it(tmp_path) -> None:
+    """The class is opened through the store (its teacher key is never on the screen) and
+    taught from server A; students on A and B; then a fresh server resumes it."""
     env = {"NORMVIZ_DB_URL": f"sqlite:///{tmp_path / 'classes.db'}"}
+    opened = Classroom(env["NORMVIZ_DB_URL"]).open(KIND, 0, "test-teacher")
+    code, key = opened.info.code, opened.teacher_key
     with serve(env) as url_a, serve(env) as url_b:
-        out = _run(_two_servers(url_a, url_b))
+        out = _run(_two_servers(url_a, url_b, code, key))
     assert out["seen"] == _expected_three()
     assert not any(out["problems"]), out["problems"]
     with serve(env) as url_c:  # both servers are gone: a fresh process, the same file
-        again = _run(_resume(url_c, out["code"], out["key"]))
+        again = _run(_resume(url_c, code, key))
     assert again["seen"] == _expected_three()
     assert not again["problems"]
 

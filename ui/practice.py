@@ -11,7 +11,6 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from normviz import practice
@@ -294,13 +293,21 @@ def key_panel(code: str) -> None:
         st.code(key, language=None)
 
 
-def teach_form(kind: str, seed: int) -> None:
-    """Start a class on this exercise, or resume one with its code and teacher key."""
-    with st.expander("Teach a live class", icon=":material/groups:"):
-        st.markdown(live.TEACH)
-        st.button(
-            "Start a class with this exercise", key="pr_start", on_click=start, args=(kind, seed)
-        )
+def start_button(kind: str, seed: int) -> None:
+    """The teacher's way in, beside the exercise: open a live class on it."""
+    st.button(
+        live.START,
+        key="pr_start",
+        icon=":material/groups:",
+        help=live.TEACH,
+        on_click=start,
+        args=(kind, seed),
+    )
+
+
+def teach_form() -> None:
+    """Resume a class with its code and teacher key (at the page's foot)."""
+    with st.expander("Resume teaching a class", icon=":material/key:"):
         c1, c2 = st.columns(2)
         c1.text_input("Class code", key="pr_resume_code", max_chars=16)
         c2.text_input("Teacher key", key="pr_resume_key", type="password", max_chars=64)
@@ -317,46 +324,6 @@ def errors() -> None:
     msg = st.session_state.pop("pr_error", None)
     if msg:
         st.error(md_text(msg, limit=300), icon=":material/block:")
-
-
-def link(code: str) -> str:
-    url = (st.context.url or "").split("?")[0]
-    base = url.rsplit("/practice", 1)[0] if "/practice" in url else url
-    return live.share_link(base, code)
-
-
-def class_header(info: ClassInfo) -> None:
-    """The teacher's heading: the question number, the code, the link (the key on request)."""
-    st.subheader(f"Live class, question {info.question}")
-    c1, c2 = st.columns([1, 2])
-    c1.metric("Class code", info.code)
-    with c2.container(key="pr_link_box"):
-        st.code(link(info.code), language=None)
-    key_panel(info.code)
-
-
-@st.fragment(run_every=live.POLL_S)
-def tally(ex: Exercise, code: str) -> None:
-    """The teacher's view of the answers, read again every few seconds."""
-    try:
-        info = room().teach(code, identity.browser())
-        counts = room().counts(code, identity.browser())
-    except ClassError as e:
-        st.error(md_text(e, limit=300), icon=":material/block:")
-        return
-    comeback.beat()
-    rows = practice.tally(ex, counts)
-    st.caption(live.WAITING)
-    fig = practice.make_tally_figure(rows, info.revealed, state.presenter())
-    runner.chart(fig, "pr_tally")
-    if rows:
-        df = pd.DataFrame(
-            [(r.label, r.count, "✔" if r.correct else "") for r in rows],
-            columns=["answer", "students", "right" if info.revealed else ""],
-        )
-        if not info.revealed:
-            df = df.iloc[:, :2]
-        st.table(df.set_index("answer"))
 
 
 @st.fragment(run_every=live.POLL_S)

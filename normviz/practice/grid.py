@@ -21,6 +21,8 @@ from normviz.practice.common import Exercise, TallyRow, Verdict, cell_name
 
 MAX_GRID_PX = 640  # the grid's width at most
 CELL_PX = (22, 56)  # a cell's side, px (min, max)
+FRAME_PX = 140  # the grid's height beyond its rows: column labels, axis titles, legend
+TALLY_PX = 180  # the tally's height beyond its bars: title, axis, its title
 MISSED = style.PALETTE[2]  # green: in the group, not picked
 EXTRA = style.PALETTE[5]  # vermillion: picked, not in the group
 PICKED = style.PALETTE[4]  # sky: picked (not graded yet)
@@ -40,6 +42,7 @@ def positions(layout: str, shape: Sequence[int]) -> tuple[np.ndarray, np.ndarray
 
 
 def cell_px(shape: Sequence[int]) -> int:
+    """A cell's side: the grid at most MAX_GRID_PX wide."""
     n_cols = math.prod(shape[2:])
     return int(np.clip(MAX_GRID_PX // max(n_cols, 1), *CELL_PX))
 
@@ -155,7 +158,7 @@ def make_grid_figure(
             mode="markers+text" if text else "markers",
             text=text,
             textfont={
-                "size": style.font_size(presenter) - 2,
+                "size": min(style.font_size(presenter) - 2, round(0.6 * px)),  # fits a cell
                 "color": [style.ink(f) for f in fill],
             },
             customdata=list(range(ex.n_cells)),
@@ -239,10 +242,14 @@ def make_grid_figure(
         legend={"orientation": "h", "y": -0.02, "yanchor": "top"},
     )
     style.apply(fig, presenter)
-    label_px = style.font_size(presenter) * 0.6 * max(len(t) for t in row_text)
+    char_px = style.font_size(presenter) * 0.6
+    label_px = char_px * max(len(t) for t in row_text)
+    # a legend entry is not wrapped: the figure is at least as wide as the longest one
+    names = [t["name"] for t in fig.data if t.get("showlegend")]
+    legend_px = max((char_px * len(n) + 60 for n in names), default=0)
     fig.update_layout(
-        width=n_cols * px + round(label_px) + 80,
-        height=n_rows * px + 140,
+        width=round(max(n_cols * px + label_px + 80, legend_px)),
+        height=n_rows * px + FRAME_PX,
         margin={"l": round(label_px) + 50, "r": 20, "t": 70, "b": 40},
     )
     return fig.figure()
@@ -276,7 +283,8 @@ def make_tally_figure(
     total = sum(r.count for r in rows)
     fig.update_layout(
         title={"text": f"{total} answer{'s' if total != 1 else ''}"},
-        yaxis={"autorange": "reversed", "fixedrange": True},
+        # no answers yet: no bars, so no numbers up the side either
+        yaxis={"autorange": "reversed", "fixedrange": True, "showticklabels": bool(rows)},
         xaxis={
             "title": {"text": "students"},
             "fixedrange": True,
@@ -285,5 +293,6 @@ def make_tally_figure(
             "dtick": max(1, math.ceil(max((r.count for r in rows), default=1) / 8)),
         },
     )
-    style.apply(fig, presenter, height=120 + 40 * max(len(rows), 1))
+    style.apply(fig, presenter, height=TALLY_PX + 40 * max(len(rows), 1))
+    style.top_room(fig, presenter)
     return fig.figure()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 POLL_S = 2.0  # seconds between the live views' database reads
+START = "Start a live class with this question"
 TEACH = (
-    "Start a class on the exercise shown: you get a code and a link. Students who open the "
-    "link answer the same question; you see their answers arrive, reveal the answer to "
-    "everyone, then move the class on. Answers are anonymous."
+    "For a teacher: open a class on the exercise shown. You get a code, a QR code and a "
+    "short address to project. Students who scan or type it answer the same question; you "
+    "see their answers arrive, reveal the answer to everyone, then move the class on. "
+    "Answers are anonymous."
 )
 TEACHER_KEY = (
     "Your teacher key makes another browser a teacher of this class (type it under "
@@ -36,6 +38,17 @@ END_HELP = "The code stops working and the class's answers are deleted."
 def share_link(base: str, code: str) -> str:
     """The link students open: the page's URL with only the class code."""
     return f"{base.rstrip('/')}/practice?class={code}"
+
+
+def short_address(link: str) -> str:
+    """The link as a student types it: no scheme, no "www." (browsers add them back)."""
+    bare = link.split("://", 1)[-1]
+    return bare.removeprefix("www.")
+
+
+def qr_alt(link: str) -> str:
+    """The QR code's text alternative: what it holds."""
+    return f"QR code of the class's join link, {short_address(link)}"
 
 
 def score_text(correct: int, answered: int) -> str:
