@@ -144,6 +144,7 @@ def test_the_teachers_revealed_grid_picks_the_cells_the_answer_counts(
     """After the reveal the projector's grid outlines the n other cells the answer names
     (not the n + 1 of the group with the marked cell)."""
     from benchmarks.common import app_test
+    from ui import tensorgrid
 
     monkeypatch.setenv("NORMVIZ_DB_URL", f"sqlite:///{tmp_path / 'classes.db'}")
     at = app_test("practice", {"kind": "cells"}, timeout=120)
@@ -152,9 +153,7 @@ def test_the_teachers_revealed_grid_picks_the_cells_the_answer_counts(
     at.button(key="pr_reveal").click().run()
     assert_clean(at)
     ex = practice.exercise("cells", 0)
-    (chart,) = [c for c in at.get("plotly_chart") if str(c.proto.id).endswith("-1")]
-    cells = json.loads(chart.proto.spec)["data"][0]
-    picked = [i for i, w in enumerate(cells["marker"]["line"]["width"]) if w]
-    assert picked == list(ex.to_pick)
+    (grid,) = [e for e in at.get("bidi_component") if e.proto.component_name == tensorgrid.NAME]
+    assert json.loads(grid.proto.json)["picked"] == list(ex.to_pick)  # (ui/tensorgrid.py)
     n = len(ex.to_pick)
     assert f"the {n} other cell" in "\n".join(str(m.value) for m in at.markdown)

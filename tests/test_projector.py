@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 
+import keys
 import pytest
 import segno
 import zxingcpp
@@ -105,7 +106,7 @@ def test_the_teacher_screen_shows_the_qr_code_and_address_and_never_the_key(db: 
     at.run()
     at.button(key="pr_start").click().run()
     assert_clean(at)
-    code = at.session_state["class"]
+    code = at.session_state[keys.key("practice", "class")]
     key = at.session_state["pr_teaching"][code]
     assert key and code
     shown = texts(at) + "".join(str(m.value) + str(m.label) for m in at.metric)
@@ -160,7 +161,7 @@ def test_the_start_button_sits_beside_the_exercise_in_no_fold(db: str, kind: str
     assert prompt < start < min(answers), (prompt, start, answers)
     button.click().run()
     assert_clean(at)
-    assert at.session_state["class"] and "Live class, question 1" in texts(at)
+    assert at.session_state[keys.key("practice", "class")] and "Live class, question 1" in texts(at)
 
 
 # ---- in Chromium ----------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 One screen holds what the room needs: a header row with the join QR code, the class
 code and a short address to type, and the teacher's buttons; below it the question
-(with its grid fitted to the screen's height) beside the answers arriving live. The
-teacher key is drawn only when the teacher asks for it (ui.practice.key_panel): the screen is projected. The class's state and the
+beside the answers arriving live. The teacher key is drawn only when the teacher asks
+for it (ui.practice.key_panel): the screen is projected. The class's state and the
 teacher's actions are ui/practice.py's (and normviz.classroom's); this module only lays
 them out.
 """
