@@ -36,15 +36,34 @@ BASE = """
 /* a chart is as wide as its column, on a phone too (no forced width, no sideways pan):
    the figures lay out their own panels for the width (normviz.style) */
 [data-testid="stFullScreenFrame"]:has(> [data-testid="stPlotlyChart"]) { max-width: 100%; }
-/* static tables (st.table) wrap long cells, even a long identifier, to fit their column;
-   on a phone a wide table keeps readable columns and pans sideways in its own box */
+/* static tables (st.table) wrap long cells, even a long identifier, to fit their column
+   (on a phone too: no sideways pan, nothing a sentence names hides off to the side) */
 [data-testid="stTable"] :is(th, td), [data-testid="stTable"] :is(th, td) * {
   white-space: normal !important;
 }
 [data-testid="stTable"] td, [data-testid="stTable"] td * { overflow-wrap: anywhere !important; }
 @media (max-width: 640px) {
-  [data-testid="stTable"] { overflow-x: auto; }
-  [data-testid="stTable"] table { min-width: 600px; }
+  [data-testid="stTable"] :is(th, td) { padding: 0.25rem 0.3rem; }
+  /* a display formula shrinks to the phone's width (its own scroll box stays the last
+     resort) */
+  [data-testid="stMarkdownContainer"] .katex-display > .katex { font-size: min(1.21em, 3.4vw); }
+}
+/* On a phone (or any touch screen, where a tap shows it and nothing hides it again) the
+   chart toolbar would sit over the chart's title: it is not drawn there. Streamlit 1.67
+   already stacks st.columns below 640 px, so side-by-side charts come one under another;
+   a row of number inputs (the selected cell on /axes) stays one compact row instead,
+   so it does not push the figure under it below the fold. */
+@media (max-width: 640px), (hover: none) {
+  [data-testid="stPlotlyChart"] .modebar-container { display: none !important; }
+}
+@media (max-width: 640px) {
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stNumberInput"]) {
+    flex-wrap: wrap; column-gap: 0.5rem;
+  }
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stNumberInput"])
+    > [data-testid="stColumn"]:has([data-testid="stNumberInput"]) {
+    flex: 1 1 5.5rem; min-width: 5.5rem;
+  }
 }
 /* tab bars wrap onto more lines instead of hiding tabs off to the side; the open tab is
    underlined by its own border (the sliding highlight assumes one line) */

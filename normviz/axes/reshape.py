@@ -178,9 +178,13 @@ def figure(res: ReshapeCheck, presenter: bool = False) -> go.Figure:
         )
         if k < m
     ]
-    shown = f" ({', '.join(cut)})" if cut else ""
-    fig.update_layout(title=f"GroupNorm's {res.groups} groups: one μ per sample and group{shown}")
-    return style.apply(fig, presenter, height=min(480, 160 + 28 * n)).figure()
+    shown = f"<br>({', '.join(cut)})" if cut else ""
+    # short lines: one line ran past a phone's column
+    fig.update_layout(
+        title=f"GroupNorm's {res.groups} groups:<br>one μ per sample and group{shown}"
+    )
+    style.apply(fig, presenter, height=min(480, 160 + 28 * n) + (24 if cut else 0))
+    return style.top_room(fig, presenter).figure()
 
 
 def _channels(g: int, per: int) -> str:
