@@ -42,8 +42,11 @@ BASE = """
   white-space: normal !important;
 }
 [data-testid="stTable"] td, [data-testid="stTable"] td * { overflow-wrap: anywhere !important; }
+/* the data editor's resize corner sits half outside its box: held inside */
+[data-testid="stDataFrameResizable"] { overflow: clip; }
 @media (max-width: 640px) {
-  [data-testid="stTable"] :is(th, td) { padding: 0.25rem 0.3rem; }
+  [data-testid="stTable"] :is(th, td) { padding: 0.25rem 0.3rem; font-size: 0.8rem; }
+  [data-testid="stTable"] th, [data-testid="stTable"] th * { overflow-wrap: anywhere !important; }
   /* a display formula shrinks to the phone's width (its own scroll box stays the last
      resort) */
   [data-testid="stMarkdownContainer"] .katex-display > .katex { font-size: min(1.21em, 3.4vw); }

@@ -103,17 +103,31 @@ def result(page: str, section: Section, setup: Any, knobs: Mapping[str, Value]) 
         return None
 
 
+LONG_TABLE = 15  # rows: a longer table scrolls up and down in its own box
+
+
+def _number(fmt: str) -> Callable[[float], str]:
+    """A float as `fmt` says: a %-format ("%.4g") or "percent" (0.5 as 50.00%)."""
+    if fmt == "percent":
+        return lambda v: f"{v:.2%}"
+    return lambda v: fmt % v
+
+
 def table(df: pd.DataFrame, fmt: str = "%.4g") -> None:
     """A read-only table; floats shown with `fmt`; row labels (an index that is not just
-    0..n-1) are shown."""
-    config = {
-        c: st.column_config.NumberColumn(format=fmt)
-        for c in df.columns
-        if pd.api.types.is_float_dtype(df[c])
-    }
+    0..n-1) are shown.
+
+    A static table (st.table), not a canvas grid: its headers and cells wrap to fit the
+    column at every width (ui/css.py), so no column hides behind a sideways scroll, and
+    it follows presenter mode's text size.
+    """
+    floats = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
+    shown = df.style.format(_number(fmt), subset=floats, na_rep="NaN")
     # a default (range) index carries nothing; a named or labelled one is the row labels
     hide = isinstance(df.index, pd.RangeIndex)
-    st.dataframe(df, hide_index=hide, column_config=config, width="stretch")
+    box = st.container(height=520) if len(df) > LONG_TABLE else nullcontext()
+    with box:
+        st.table(shown, hide_index=hide)
 
 
 def alt(lines: Sequence[str], folded: bool = False) -> None:

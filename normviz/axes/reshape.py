@@ -183,8 +183,11 @@ def figure(res: ReshapeCheck, presenter: bool = False) -> go.Figure:
     fig.update_layout(
         title=f"GroupNorm's {res.groups} groups:<br>one μ per sample and group{shown}"
     )
-    style.apply(fig, presenter, height=min(480, 160 + 28 * n) + (24 if cut else 0))
-    return style.top_room(fig, presenter).figure()
+    style.apply(fig, presenter)
+    style.top_room(fig, presenter)
+    # the plot keeps its height (a colour bar's ticks need it); the title's lines add theirs
+    plot = min(480, 160 + 28 * n) - 50
+    return fig.update_layout(height=plot + fig.layout["margin"]["t"]).figure()
 
 
 def _channels(g: int, per: int) -> str:
