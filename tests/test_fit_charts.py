@@ -74,6 +74,23 @@ def test_horizontal_legends_sit_under_everything() -> None:
     )
 
 
+def test_a_phone_tables_cell_labels_are_escaped_css_strings() -> None:
+    """A header may be an uploaded name: each cell's label (the stacked layout's
+    "column: value") is a CSS string with every character escaped, so no header can close
+    the string or the rule."""
+    import pandas as pd
+
+    from ui import runner
+
+    hostile = 'x"; } body { display: none } /*'
+    shown = runner._stacked(pd.DataFrame({hostile: [1.0], "b": [2]}).style, [hostile, "b"])
+    assert shown.uuid.startswith("nvstack")
+    first, second = (rule["props"][0][1] for rule in shown.table_styles)
+    assert first == '"' + "".join(f"\\{ord(c):06x}" for c in f"{hostile}: ") + '"'
+    assert not set(first[1:-1]) & set("\"';{}/*") - {"\\"}
+    assert second == '"\\000062\\00003a\\000020"'  # "b: "
+
+
 # ---- in Chromium -------------------------------------------------------------------
 
 # (a), (c), (d) of the probe; the modebar's overlaps (it shows on hover, over the title or

@@ -44,7 +44,19 @@ BASE = """
 [data-testid="stTable"] td, [data-testid="stTable"] td * { overflow-wrap: anywhere !important; }
 /* the data editor's resize corner sits half outside its box: held inside */
 [data-testid="stDataFrameResizable"] { overflow: clip; }
+/* a table's cell labels (ui.runner.table) show only in the stacked layout below */
+[data-testid="stTable"] td::before { display: none; }
 @media (max-width: 640px) {
+  /* a table of five or more columns stacks: each row a block of "column: value" lines
+     under its row label, nothing to the side */
+  [data-testid="stTable"] table[id^="T_nvstack"]:has(thead th:nth-child(5)) {
+    & thead { display: none; }
+    & :is(tbody, tr, th, td) { display: block; width: auto; border: none; }
+    & tbody tr { border-top: 1px solid #D9D9D9; padding: 0.3rem 0; }
+    & tbody th { font-weight: 600; }
+    & td::before { display: inline; font-weight: 600; }
+    & td::after { content: none; }
+  }
   [data-testid="stTable"] :is(th, td) { padding: 0.25rem 0.3rem; font-size: 0.8rem; }
   [data-testid="stTable"] th, [data-testid="stTable"] th * { overflow-wrap: anywhere !important; }
   /* a display formula shrinks to the phone's width (its own scroll box stays the last
