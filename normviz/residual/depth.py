@@ -214,7 +214,7 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}:<br>"
         f"median of {len(profile.seeds)} seed(s), band = range"
     )
-    return finish_panels(fig, title, presenter, height=230 * n + 140)
+    return finish_panels(fig, title, presenter, height=190 * n + 140)
 
 
 def notes(profile: InitProfile) -> tuple[str, ...]:
