@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: make benchmarks/ and normviz/ importable
 
 from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, DONE_JS, page_ids, serve, url_path  # noqa: E402
+from tests.layout_probe import PHONE  # noqa: E402  (a phone's browser context)
 
 SHOTS = ROOT / "assets" / "screenshots"
 # Every chart has drawn its SVG (or WebGL canvas): Plotly renders after the script ends.
@@ -34,7 +35,6 @@ VIEWS: dict[str, tuple[dict[str, int], str, str, bool]] = {
     "present": ({"width": 1280, "height": 720}, "?present=1", "-present", False),
     "phone": ({"width": 390, "height": 844}, "", "-phone", True),
 }
-PHONE = {"is_mobile": True, "has_touch": True, "device_scale_factor": 2}
 
 
 def shoot(pages: list[str], views: tuple[str, ...] = tuple(VIEWS), out: Path = SHOTS) -> list[Path]:

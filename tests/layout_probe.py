@@ -69,7 +69,10 @@ PROBE_JS = """() => {
     // content box, or it scrolls its own content sideways. A chart's SVG, KaTeX's
     // hidden MathML, 1 px screen-reader text, floating toolbars and tooltips aside;
     // st.dataframe's canvas grid and st.code scroll by design (their box must fit).
-    const scrollsByDesign = '[data-testid=stDataFrame] *, [data-testid=stCode] *';
+    // A slider's thumb at either end reaches into the slider's own padding, held there by
+    // design: the slider's box must fit, its track and thumb are not judged.
+    const scrollsByDesign = '[data-testid=stDataFrame] *, [data-testid=stCode] *, '
+        + '[data-testid=stSlider] [role=group] *';
     const wide = [];
     for (const el of main.querySelectorAll('*')) {
         if (el instanceof SVGElement || el.closest('.katex') || el.closest('svg')
@@ -181,8 +184,20 @@ def shoot(p, stem: Path) -> None:
             c.screenshot(path=f"{stem}-chart{i}.png")
 
 
+# a phone's browser: mobile, touch, and a phone's user agent (ui.state.phone reads it)
+PHONE = {
+    "is_mobile": True,
+    "has_touch": True,
+    "device_scale_factor": 2,
+    "user_agent": (
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/130.0.0.0 Mobile Safari/537.36"
+    ),
+}
+
+
 def new_context(browser, width: int, height: int, phone: bool):
-    extra = {"is_mobile": True, "has_touch": True, "device_scale_factor": 2} if phone else {}
+    extra = PHONE if phone else {}
     return browser.new_context(viewport={"width": width, "height": height}, **extra)
 
 

@@ -61,7 +61,7 @@ BASE = """
   [data-testid="stTable"] th, [data-testid="stTable"] th * { overflow-wrap: anywhere !important; }
   /* a display formula shrinks to the phone's width (its own scroll box stays the last
      resort) */
-  [data-testid="stMarkdownContainer"] .katex-display > .katex { font-size: min(1.21em, 3.4vw); }
+  [data-testid="stMarkdownContainer"] .katex-display > .katex { font-size: min(1.21em, 3.1vw); }
 }
 /* On a phone (or any touch screen, where a tap shows it and nothing hides it again) the
    chart toolbar would sit over the chart's title: it is not drawn there. Streamlit 1.67
