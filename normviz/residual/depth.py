@@ -206,7 +206,8 @@ def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figur
         for i, p in enumerate(profile.placements):
             for trace in median_traces(xs, data[i], p, "block", legend=row == 1):
                 fig.add_trace(trace, row=row, col=1)
-        fig.update_yaxes(style.log_axis(data), row=row, col=1)
+        # three labels at most: a panel is 190 px tall, five ran into each other
+        fig.update_yaxes(style.log_axis(data, most=3), row=row, col=1)
     # one x title, under the bottom panel
     fig.update_xaxes({"title": {"text": "block l (0 = input)"}}, row=n, col=1)
     cfg = profile.config
