@@ -284,10 +284,9 @@ def make_affine_figure(demo: AffineDemo, method: str, presenter: bool = False) -
     fig.update_xaxes(title="value", row=1, col=1)
     fig.update_xaxes(title="channel", row=1, col=2)
     label = METHODS[method].label
-    # the legend under the panels: at their right it left a phone's panels too narrow
-    fig.update_layout(
-        title=f"{label} with γ and β", barmode="overlay", bargap=0, legend=style.LEGEND_BELOW
-    )
+    # the legend under the panels (at their right it left a phone's panels too narrow)
+    fig.update_layout(title=f"{label} with γ and β", barmode="overlay", legend=style.LEGEND_BELOW)
+    fig.update_layout(bargap=0)
     style.apply(fig, presenter, height=500)
     return style.top_room(fig, presenter, below=2).figure()  # room for the panel titles
 
