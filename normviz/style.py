@@ -131,11 +131,12 @@ def ink(fill: str) -> str:
     return "black" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "white"
 
 
-def log_axis(*values: object) -> dict[str, object]:
+def log_axis(*values: object, most: int = 5) -> dict[str, object]:
     """A log axis labelled at the decades (1, 10, 100...; every few when it spans many)
     when its data spans one or more,
     else at 1, 2 and 5 times a power of ten: never plotly's bare minor digits (2 3 4 ... 9),
-    which read as noise from the back of a room. `values`: the axis's data (arrays)."""
+    which read as noise from the back of a room. `values`: the axis's data (arrays);
+    `most`: the decades labelled at most (a short panel holds fewer)."""
     flat = [np.asarray(v, dtype=float).ravel() for v in values]
     data = np.concatenate(flat) if flat else np.empty(0)
     data = data[np.isfinite(data) & (data > 0)]
@@ -145,7 +146,7 @@ def log_axis(*values: object) -> dict[str, object]:
     power = data.size == 0 or data.min() < 0.01 or data.max() >= 1e4
     return {
         "type": "log",
-        # every decade, or every 2nd, 3rd... when there are more than five
-        "dtick": max(1, math.ceil(decades / 5)) if wide else "D2",
+        # every decade, or every 2nd, 3rd... when there are more than `most`
+        "dtick": max(1, math.ceil(decades / most)) if wide else "D2",
         "exponentformat": "power" if power else "none",
     }

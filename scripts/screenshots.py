@@ -2,8 +2,10 @@
 
 Starts `streamlit run app.py`, opens each page in headless Chromium, waits for the
 script run to finish and the charts to draw, and saves the viewport: <page>.png at
-1400x900, and <page>-present.png at a projector's 1280x720 in presenter mode
-(`?present=1`: larger everything, the sidebar folded). The home page is home.png.
+1400x900, <page>-present.png at a projector's 1280x720 in presenter mode
+(`?present=1`: larger everything, the sidebar folded), and <page>-phone.png at a
+phone's 390x844 (a mobile, touch browser context, as tests/layout_probe.py uses).
+The home page is home.png.
 Run from the repository root:
 
     python scripts/screenshots.py [--pages axes,choose] [--views laptop,present] [--out DIR]
@@ -19,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: make benchmarks/ and normviz/ importable
 
 from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, DONE_JS, page_ids, serve, url_path  # noqa: E402
+from tests.layout_probe import PHONE  # noqa: E402  (a phone's browser context)
 
 SHOTS = ROOT / "assets" / "screenshots"
 # Every chart has drawn its SVG (or WebGL canvas): Plotly renders after the script ends.
@@ -26,10 +29,11 @@ CHARTS_JS = """() => [...document.querySelectorAll('[data-testid=stPlotlyChart]'
     .every(c => c.querySelector('.main-svg'))"""
 
 
-# view name -> (viewport, query string, file suffix)
-VIEWS: dict[str, tuple[dict[str, int], str, str]] = {
-    "laptop": ({"width": 1400, "height": 900}, "", ""),
-    "present": ({"width": 1280, "height": 720}, "?present=1", "-present"),
+# view name -> (viewport, query string, file suffix, a phone: mobile and touch)
+VIEWS: dict[str, tuple[dict[str, int], str, str, bool]] = {
+    "laptop": ({"width": 1400, "height": 900}, "", "", False),
+    "present": ({"width": 1280, "height": 720}, "?present=1", "-present", False),
+    "phone": ({"width": 390, "height": 844}, "", "-phone", True),
 }
 
 
@@ -42,8 +46,8 @@ def shoot(pages: list[str], views: tuple[str, ...] = tuple(VIEWS), out: Path = S
     with serve() as (url, _pid), sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         for view in views:
-            viewport, query, suffix = VIEWS[view]
-            ctx = browser.new_context(viewport=viewport)
+            viewport, query, suffix, phone = VIEWS[view]
+            ctx = browser.new_context(viewport=viewport, **(PHONE if phone else {}))
             p = ctx.new_page()
             p.set_default_timeout(300_000)
             for page in pages:

@@ -12,6 +12,7 @@ finds (and a screenshot per view) under a folder:
 
     python tests/layout_probe.py /tmp/probe            # every page
     python tests/layout_probe.py /tmp/probe axes home  # some pages
+    python tests/layout_probe.py /tmp/probe --screens phone "axes?method=layer"
 """
 
 from __future__ import annotations
@@ -68,7 +69,10 @@ PROBE_JS = """() => {
     // content box, or it scrolls its own content sideways. A chart's SVG, KaTeX's
     // hidden MathML, 1 px screen-reader text, floating toolbars and tooltips aside;
     // st.dataframe's canvas grid and st.code scroll by design (their box must fit).
-    const scrollsByDesign = '[data-testid=stDataFrame] *, [data-testid=stCode] *';
+    // A slider's thumb at either end reaches into the slider's own padding, held there by
+    // design: the slider's box must fit, its track and thumb are not judged.
+    const scrollsByDesign = '[data-testid=stDataFrame] *, [data-testid=stCode] *, '
+        + '[data-testid=stSlider] [role=group] *';
     const wide = [];
     for (const el of main.querySelectorAll('*')) {
         if (el instanceof SVGElement || el.closest('.katex') || el.closest('svg')
@@ -180,8 +184,20 @@ def shoot(p, stem: Path) -> None:
             c.screenshot(path=f"{stem}-chart{i}.png")
 
 
+# a phone's browser: mobile, touch, and a phone's user agent (ui.state.phone reads it)
+PHONE = {
+    "is_mobile": True,
+    "has_touch": True,
+    "device_scale_factor": 2,
+    "user_agent": (
+        "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+        "Chrome/130.0.0.0 Mobile Safari/537.36"
+    ),
+}
+
+
 def new_context(browser, width: int, height: int, phone: bool):
-    extra = {"is_mobile": True, "has_touch": True, "device_scale_factor": 2} if phone else {}
+    extra = PHONE if phone else {}
     return browser.new_context(viewport={"width": width, "height": height}, **extra)
 
 
@@ -190,25 +206,37 @@ def main(argv: list[str]) -> int:
 
     from benchmarks.common import serve
 
+    argv = list(argv)
+    screens = SCREENS
+    if "--screens" in argv:  # a comma list of screen names
+        at = argv.index("--screens")
+        names = argv.pop(at + 1).split(",")
+        argv.pop(at)
+        screens = tuple(s for s in SCREENS if s[0] in names)
     out = Path(argv[0] if argv else "/tmp/probe")
     out.mkdir(parents=True, exist_ok=True)
+    # a page id, or a page's path with its query ("axes?method=layer")
     pages = argv[1:] or page_ids()
     report: list[str] = []
     clean = total = 0
     with serve(log=out / "server.log") as (url, _pid), sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        for screen, w, h, presenter, phone in SCREENS:
+        for screen, w, h, presenter, phone in screens:
             ctx = new_context(browser, w, h, phone)
             p = ctx.new_page()
             p.set_default_timeout(120_000)
             for page in pages:
-                p.goto(f"{url}/{url_path(page)}{'?present=1' if presenter else ''}")
+                path = url_path(page)
+                if presenter:
+                    path += ("&" if "?" in path else "?") + "present=1"
+                p.goto(f"{url}/{path}")
                 settle(p)
                 lines = findings(probe(p))
-                shoot(p, out / f"{page}-{screen}")
+                stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in page)
+                shoot(p, out / f"{stem}-{screen}")
                 total += 1
                 clean += not lines
-                report.append(f"## /{url_path(page)} {screen} {w}x{h}: {len(lines)} problems")
+                report.append(f"## /{path} {screen} {w}x{h}: {len(lines)} problems")
                 report += [f"- {s}" for s in lines]
                 (out / "report.md").write_text("\n".join(report) + "\n")
             ctx.close()

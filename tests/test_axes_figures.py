@@ -227,7 +227,8 @@ def test_flat_view_capped_keeps_the_cell() -> None:
 def test_thumbnails_highlight_the_corner_cells_group(layout: str) -> None:
     shape = SMALL[layout]
     fig = multiples.make_methods_figure(layout, shape, GROUPS)
-    assert [a.text for a in fig.layout.annotations[: len(STANDARD_METHODS)]] == [
+    titles = fig.layout.annotations[: len(STANDARD_METHODS)]
+    assert [a.text.replace("<br>", "") for a in titles] == [
         METHODS[m].label for m in STANDARD_METHODS
     ]
     for m in STANDARD_METHODS:

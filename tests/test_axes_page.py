@@ -74,7 +74,7 @@ def test_default_page() -> None:
     # BatchNorm on (4, 6, 8): one statistic per feature from B·T = 24 values
     assert _count(_trace(block, "share μ")["x"]) == 24
     assert _count(_trace(block, "other cells")["x"]) == 4 * 6 * 8 - 24
-    assert block["layout"]["scene"]["xaxis"]["title"]["text"].startswith("B: batch")
+    assert block["layout"]["scene"]["xaxis"]["title"]["text"] == "B (4)"
     assert flat["size"] == [4, 6, 8] and flat["m"] == 24 and len(flat["var"]) == 8
     assert len([t for t in thumbs["data"] if t.get("fill") == "toself"]) == 2 * 5
     page = texts(at)
@@ -82,7 +82,9 @@ def test_default_page() -> None:
     assert "matches torch.nn.BatchNorm1d, max |Δ| = " in page
     assert "nn.BatchNorm1d(8, eps=1e-05)" in page
     # GroupNorm written as a reshape with the sidebar's G = 2, checked live
-    assert groups["layout"]["title"]["text"] == "GroupNorm's 2 groups: one μ per sample and group"
+    assert (
+        groups["layout"]["title"]["text"] == "GroupNorm's 2 groups:<br>one μ per sample and group"
+    )
     assert "xc.reshape(B, G, C // G, T)" in "\n".join(c.value for c in at.code)
     assert "The hand-written reshape matches torch.nn.GroupNorm" in page
     assert "BatchNorm1d expects (N, C, L)" in page  # the confusion that applies
@@ -185,7 +187,7 @@ def test_partition_and_split_views() -> None:
     block = _charts(at)[0]
     assert _trace(block, "12 statistic groups")  # N·G = 4·3
     assert block["layout"]["scene"]["xaxis"]["title"]["text"].startswith("N blocks × W")
-    assert block["layout"]["scene"]["zaxis"]["title"]["text"].startswith("H: height")
+    assert block["layout"]["scene"]["zaxis"]["title"]["text"].startswith("H (")
     assert _url(at, "partition") == "1" and _url(at, "split_hw") == "1"
     # to BTC and back: split_hw has no widget under BTC, but the URL and the view keep it
     at.sidebar.radio(key="layout").set_value("BTC").run()
@@ -345,7 +347,9 @@ def test_home_shows_every_methods_thumbnail_for_both_layouts() -> None:
     thumbs = [c for c in charts if any(t.get("fill") == "toself" for t in c["data"])]
     assert len(thumbs) == len(LAYOUTS)
     for spec in thumbs:
-        titles = [a["text"] for a in spec["layout"]["annotations"]][: len(STANDARD_METHODS)]
+        titles = [a["text"].replace("<br>", "") for a in spec["layout"]["annotations"]][
+            : len(STANDARD_METHODS)
+        ]
         assert titles == [METHODS[m].label for m in STANDARD_METHODS]
         highlighted = [t for t in spec["data"] if t.get("fillcolor") != style.MUTED]
         assert len(highlighted) == len(STANDARD_METHODS)

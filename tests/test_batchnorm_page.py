@@ -93,7 +93,7 @@ def test_default_visit() -> None:
 def test_every_section(sim: str) -> None:
     at = run_app("batchnorm", {"sim": sim}, timeout=300)
     assert_clean(at)
-    page = texts(at) + "\n".join(str(d.value) for d in at.dataframe)
+    page = texts(at) + "\n".join(str(d.value) for d in at.table)
     for phrase in SECTION_TEXT[sim]:
         assert phrase in page, (sim, phrase)
     charts = _charts(at)
@@ -228,7 +228,7 @@ def test_section_widgets() -> None:
     at = run_app("batchnorm", {"sim": "shift"})
     at.slider(key=keys.key("batchnorm", "shift")).set_value(2.0).run()
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     bn = table[table["method"] == "BatchNorm"].iloc[0]
     assert bn["output mean"] == pytest.approx(2.0, abs=0.1)  # BatchNorm drifts with the shift
     assert _query(at, "shift") == "2"
@@ -238,7 +238,7 @@ def test_section_widgets() -> None:
     acc = run_app("batchnorm", {"sim": "accumulation"})
     acc.slider(key=keys.key("batchnorm", "accum")).set_value(2).run()
     assert_clean(acc)
-    rows = acc.dataframe[0].value
+    rows = acc.table[0].value
     assert list(rows["num_batches_tracked"]) == [200, 100]
 
     sync = run_app("batchnorm", {"sim": "sync"})
@@ -251,7 +251,7 @@ def test_model_section_with_layernorm_and_nchw() -> None:
     query = {"sim": "model", "compare": "layer", "shift": "1", "bn_seeds": "1"}
     at = run_app("batchnorm", query, timeout=300)
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["network"]) == [
         "BatchNorm, batch 2",
         "BatchNorm, batch 64",
@@ -270,7 +270,7 @@ def test_model_section_with_layernorm_and_nchw() -> None:
     assert _query(at, "shift") == "2"
     nchw = run_app("batchnorm", {"layout": "NCHW", "sim": "checkpoint"})
     assert_clean(nchw)
-    assert "(6,)" in "\n".join(str(d.value) for d in nchw.dataframe)
+    assert "(6,)" in "\n".join(str(d.value) for d in nchw.table)
 
 
 def test_a_batch_size_from_an_old_link_snaps_to_a_power_of_two() -> None:

@@ -32,19 +32,19 @@ def _advice(at) -> str:
 
 
 def _findings(at):
-    return next(d.value for d in at.dataframe if d.value.index.name == "layer")
+    return next(d.value for d in at.table if d.value.index.name == "layer")
 
 
 def test_default_view() -> None:
     at = run_app("choose")
     assert_clean(at)
     assert "**Use LayerNorm**" in _advice(at)  # a transformer, 32 samples per device
-    table = next(d.value for d in at.dataframe if d.value.index.name == "method")
+    table = next(d.value for d in at.table if d.value.index.name == "method")
     assert list(table.index) == [METHODS[k].label for k in listed("guide")]  # DyT too
     answers = dict(at.table[0].value["answer"])
     bias_check = "Bias disabled before per-channel norms (BatchNorm, InstanceNorm)"
     assert answers[bias_check] == "no: needless bias in conv1"  # the first model: ResNet
-    findings = next(d.value for d in at.dataframe if d.value.index.name == "layer")
+    findings = next(d.value for d in at.table if d.value.index.name == "layer")
     assert findings.loc["bn1", "needless bias"] == "YES"
     assert "optimizer = torch.optim.AdamW" in texts(at)
     assert not at.warning and not at.error
@@ -104,7 +104,7 @@ def test_the_sample_file_is_audited() -> None:
     at.toggle(key=keys.key("choose", "use_sample")).set_value(True).run()
     assert_clean(at)
     assert url_value(at, "use_sample") == "1"
-    saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
+    saved = next(d.value for d in at.table if d.value.index.name == "module")
     assert list(saved.index) == ["bn1", "bn2"]
     assert saved.loc["bn1", "notes"] == (
         "updated in 3 training step(s); needless bias: conv1.bias, which its mean "
@@ -140,7 +140,7 @@ def test_uploads(name: str, data: bytes, expect: str) -> None:
     at.get("file_uploader")[0].upload(name, data).run()
     assert_clean(at)
     assert expect in texts(at) + " ".join(
-        str(d.value.index.tolist()) for d in at.dataframe if d.value.index.name == "module"
+        str(d.value.index.tolist()) for d in at.table if d.value.index.name == "module"
     )
 
 
@@ -160,7 +160,7 @@ def test_a_link_reproduces_the_guide_and_the_audits() -> None:
     assert list(at.button_group(key=keys.key("choose", "constraints")).value) == ["same", "shift"]
     report = zoo.audit_zoo_model("unet")
     assert list(_findings(at).index) == [f.name for f in report.findings]
-    saved = next(d.value for d in at.dataframe if d.value.index.name == "module")
+    saved = next(d.value for d in at.table if d.value.index.name == "module")
     assert list(saved.index) == ["bn1", "bn2"]  # the sample file's audit is open
     assert {n: url_value(at, n) for n in link} == link
 
@@ -186,7 +186,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(bad: dict[str, str]) -> No
     assert_refused(at, "choose", bad, bad)
     assert "**Use LayerNorm**" in _advice(at)  # the defaults: a transformer, 32 per device
     assert _findings(at).loc["bn1", "needless bias"] == "YES"  # the first model: ResNet
-    assert not any(d.value.index.name == "module" for d in at.dataframe)  # no sample audit
+    assert not any(d.value.index.name == "module" for d in at.table)  # no sample audit
 
 
 @pytest.mark.parametrize(

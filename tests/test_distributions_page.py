@@ -83,7 +83,7 @@ def test_default_view() -> None:
     assert titles[0] == "BatchNorm: values before and after"
     assert len(titles) == 5
     # the group table: 8 channels, each with mean 0 and variance ≈ 1 after
-    table = at.dataframe[0].value
+    table = at.table[0].value
     assert list(table["C"]) == list(range(8))
     assert (table["mean after"].abs() < 1e-5).all()
     assert ((table["variance after"] - 1).abs() < 1e-3).all()
@@ -119,7 +119,7 @@ def test_nchw_layout(method: str) -> None:
     at = run_app(PAGE, {"layout": "NCHW", "method": method, "groups": "3", "data": "smooth"})
     assert_clean(at)
     assert not at.error
-    table = at.dataframe[0].value
+    table = at.table[0].value
     kept = {"batch": ["C"], "layer": ["N"], "rms": ["N"], "instance": ["N", "C"]}
     assert list(table.columns[: len(kept.get(method, ["N", "G"]))]) == kept.get(method, ["N", "G"])
 
@@ -159,7 +159,7 @@ def test_layernorm_over_chw_shows_torchs_elementwise_gamma() -> None:
         PAGE, {"layout": "NCHW", "method": "layer", "affine": "per-element", "groups": "2"}
     )
     assert_clean(at)
-    shapes = next(d.value for d in at.dataframe if "γ: .weight.shape" in d.value.columns)
+    shapes = next(d.value for d in at.table if "γ: .weight.shape" in d.value.columns)
     assert shapes.set_index("method").loc["GroupNorm", "torch module"].startswith("nn.GroupNorm(2,")
     ln = shapes.set_index("method").loc["LayerNorm", "γ: .weight.shape"]
     assert ln.count(",") == 2  # (C, H, W), read off nn.LayerNorm
@@ -210,7 +210,7 @@ def test_large_input_demonstrates_on_its_leading_part() -> None:
     before = charts(at)[0]
     assert plotly_array(before["data"][0]["y"]).sum() == 64 * 256 * 128
     # the per-sample-scale data was generated at the part's shape: 32 volumes, not 64
-    rms = next(d.value for d in at.dataframe if "RMS before" in d.value.columns)["RMS before"]
+    rms = next(d.value for d in at.table if "RMS before" in d.value.columns)["RMS before"]
     scales = sample_scales(32)
     assert rms.iloc[1] / rms.iloc[0] == pytest.approx(scales[1] / scales[0], rel=1e-4)
     small = run_app(PAGE, {"B": "8", "T": "16", "C": "8"})
@@ -267,7 +267,7 @@ def test_upload_3d_npy_is_used_as_btc() -> None:
     at = _upload(run_app(PAGE), "acts.npy", _npy(x))
     assert_clean(at)
     assert "read as (B, T, C) = (2, 5, 12)" in texts(at)
-    table = at.dataframe[0].value  # BatchNorm: one row per channel of the upload
+    table = at.table[0].value  # BatchNorm: one row per channel of the upload
     assert len(table) == 12
     want = x.reshape(-1, 12).mean(0)
     np.testing.assert_allclose(table["mean before"], want, rtol=1e-5, atol=1e-5)
@@ -281,14 +281,14 @@ def test_upload_dict_lets_the_user_pick_a_4d_key() -> None:
     at.selectbox(key="dist_key").set_value("maps").run()
     assert_clean(at)
     assert "read as (N, C, H, W) = (2, 6, 4, 4)" in texts(at)
-    assert list(at.dataframe[0].value["C"]) == list(range(6))
+    assert list(at.table[0].value["C"]) == list(range(6))
 
 
 def test_upload_csv_matrix() -> None:
     at = _upload(run_app(PAGE, {"method": "layer"}), "m.csv", b"a,b,c\n1,2,3\n4,5,9\n")
     assert_clean(at)
     assert "read as (B, T, C) = (1, 2, 3)" in texts(at)
-    assert len(at.dataframe[0].value) == 2  # one LayerNorm group per token
+    assert len(at.table[0].value) == 2  # one LayerNorm group per token
 
 
 def test_uploaded_groupnorm_that_cannot_split_c_says_so() -> None:

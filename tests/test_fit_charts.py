@@ -2,9 +2,9 @@
 wide enough for them, log axes labelled at decades, legends clear of axis titles; and in
 Chromium, every page at the issue's four screens through tests/layout_probe.py.
 
-The browser test asserts each check on the views where it holds today (ASSERTED); the
-views still failing a check are named in NOT_YET with the reason, so the gap is on
-record rather than hidden. A view that starts passing should move into ASSERTED.
+The browser test visits every page and every README link (the lecture path) at the four
+screens and asserts every check of the probe on every view; a view known to fail a check
+would be named in NOT_YET with the reason (none today).
 """
 
 from __future__ import annotations
@@ -74,37 +74,71 @@ def test_horizontal_legends_sit_under_everything() -> None:
     )
 
 
+def test_a_phone_tables_cell_labels_are_escaped_css_strings() -> None:
+    """A header may be an uploaded name: each cell's label (the stacked layout's
+    "column: value") is a CSS string with every character escaped, so no header can close
+    the string or the rule."""
+    import pandas as pd
+
+    from ui import runner
+
+    hostile = 'x"; } body { display: none } /*'
+    shown = runner._stacked(pd.DataFrame({hostile: [1.0], "b": [2]}).style, [hostile, "b"])
+    assert shown.uuid.startswith("nvstack")
+    first, second = (rule["props"][0][1] for rule in shown.table_styles)
+    assert first == '"' + "".join(f"\\{ord(c):06x}" for c in f"{hostile}: ") + '"'
+    assert not set(first[1:-1]) & set("\"';{}/*") - {"\\"}
+    assert second == '"\\000062\\00003a\\000020"'  # "b: "
+
+
 # ---- in Chromium -------------------------------------------------------------------
 
-# (a), (c), (d) of the probe; the modebar's overlaps (it shows on hover, over the title or
-# legend at the top right) are reported by the probe but not asserted yet
-CHECKS = ("sideways", "outside", "overlaps")
-NARROW = (
-    "one line of figure text (a title, a caption) or panels side by side: wider than a "
-    "358 px column; the figure is built without knowing the width, and a phone layout "
-    "needs the page layer to ask for one"
-)
-# Views (page, screen) known to fail a check today, and why; every other view of every
-# page at every screen is asserted for that check.
-NOT_YET: dict[str, dict[tuple[str, str], str]] = {
-    "sideways": {},
-    "outside": {(page, "phone"): NARROW for page in ("axes", "residual", "worked-example")},
-    "overlaps": {
-        (page, "phone"): NARROW
-        for page in ("home", "axes", "distributions", "residual", "worked-example")
-    },
-}
+# Every check of the probe, at every view: (a) sideways, (b) wide (tables and charts
+# included: an element wider than its container), (c) outside, (d) overlaps. The modebar
+# (shown on hover) is asserted where it would show without a pointer: on the phone (a
+# tap shows it; ui/css.py does not draw it there); on a wide screen it shows while the
+# pointer is over the chart, and is reported by the probe (not asserted).
+CHECKS = ("sideways", "wide", "tables", "outside", "overlaps")
+# Views (page or link, screen) known to fail a check, and why; none today. A view added
+# here must say why; every other view of every page at every screen is asserted.
+NOT_YET: dict[str, dict[tuple[str, str], str]] = {check: {} for check in (*CHECKS, "modebar")}
+
+# a canvas grid (st.dataframe, st.data_editor) whose columns run past its box: they hide
+# behind a sideways scroll even though the grid's own box fits
+GRID_SCROLLS_JS = """() => [...document.querySelectorAll(
+        '[data-testid=stMain] [data-testid=stDataFrame] .dvn-scroller')]
+    .filter(s => s.scrollWidth > s.clientWidth + 1)
+    .map(s => `a table's columns are ${s.scrollWidth}px wide in ${s.clientWidth}px`)"""
 
 
-def _checks(found: dict) -> dict[str, object]:
-    """The probe's findings by check, the modebar's overlaps (on hover) apart."""
+def views() -> list[str]:
+    """Every page (its path), then every link of the README as written (tests/
+    test_layout_links.py reads them): the lecture path and the example."""
+    from test_layout_links import LINKS
+
+    return [url_path(p) for p in page_ids()] + [
+        link.removeprefix("http://localhost:8501/") for link in LINKS
+    ]
+
+
+def _url(server: str, view: str, presenter: bool) -> str:
+    """A page in presenter mode on a projector; a README link as it is written."""
+    if presenter and "?" not in view:
+        view += "?present=1"
+    return f"{server}/{view}"
+
+
+def _checks(found: dict, grids: list[str], phone: bool) -> dict[str, object]:
+    """The probe's findings by check; the modebar's overlaps apart (see CHECKS)."""
     bar = [s for s in found["overlaps"] if "[modebar" in s]
     text = [s for s in found["overlaps"] if "[modebar" not in s]
     return {
         "sideways": found["sideways"],
+        "wide": found["wide"],
+        "tables": grids,
         "outside": found["outside"],
         "overlaps": text,
-        "modebar": bar,
+        "modebar": bar if phone else [],
     }
 
 
@@ -118,17 +152,14 @@ def test_charts_fit_every_page(browser, server, screen, width, height, presenter
     p.set_default_timeout(120_000)
     failures: list[str] = []
     try:
-        for page in page_ids():
-            p.goto(f"{server}/{url_path(page)}{'?present=1' if presenter else ''}")
+        for view in views():
+            p.goto(_url(server, view, presenter))
             settle(p)
             assert_no_exception(p)
-            found = _checks(probe(p))
-            for check in CHECKS:
-                if (page, screen) in NOT_YET[check]:
-                    continue
-                got = found[check]
-                if got:
-                    failures.append(f"/{url_path(page)} {check}: {got}")
+            found = _checks(probe(p), p.evaluate(GRID_SCROLLS_JS), phone)
+            for check, got in found.items():
+                if got and (view, screen) not in NOT_YET[check]:
+                    failures.append(f"/{view} {check}: {got}")
     finally:
         ctx.close()
     assert not failures, f"{screen} {width}×{height}:\n" + "\n".join(map(str, failures))

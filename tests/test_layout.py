@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 from conftest import assert_no_exception, wait_done
-from test_fit_charts import NOT_YET
 
 from benchmarks.common import page_ids, url_path
 
@@ -24,23 +23,15 @@ SCREENS = (
 )
 
 # Elements that are meant to scroll sideways, so their scrollWidth may exceed their width:
-# - st.dataframe's grid (a canvas with its own scroll bars: the table is data, it pans),
+# - the data editor's grid (a canvas with its own scroll bars; tests/test_fit_charts.py
+#   checks that its columns fit),
 # - code blocks (code must not wrap; st.code scrolls with a visible bar),
-# - a chart's inside (checked separately: its SVG text must stay inside the chart),
-# - on a phone only, a display formula (ui/css.py gives it its own scroll box; at
-#   laptop and projector widths formulas must fit whole), and a static table of many
-#   columns (st.table: 600 px, it pans). Charts are as wide as their column there too
-#   (issue 27); the phone views whose chart text does not fit yet are listed, with the
-#   reason, in tests/test_fit_charts.py (NOT_YET["outside"]).
+# - a chart's inside (checked separately: its SVG text must stay inside the chart).
+# On a phone too: charts, static tables and formulas fit their column (issue 27).
 EXEMPT = [  # the insides only: the table, code block or chart itself must fit
     "[data-testid=stDataFrame] *",
     "[data-testid=stCode] *",
     "[data-testid=stPlotlyChart] *",
-]
-PHONE_EXEMPT = [
-    ".katex-display",
-    "[data-testid=stElementContainer]:has(> * > [data-testid=stPlotlyChart])",
-    "[data-testid=stTable]",
 ]
 
 # An element overflows when its content is wider than its box (scrollWidth > clientWidth
@@ -134,8 +125,7 @@ def _visit(p, server: str, page: str, presenter: bool) -> tuple[list[str], list[
     p.goto(f"{server}/{url_path(page)}{query}")
     _settle(p)
     assert_no_exception(p)
-    exempt = EXEMPT + (PHONE_EXEMPT if p.viewport_size["width"] < 600 else [])
-    return p.evaluate(OVERFLOW_JS, exempt), p.evaluate(CHART_TEXT_JS)
+    return p.evaluate(OVERFLOW_JS, EXEMPT), p.evaluate(CHART_TEXT_JS)
 
 
 @pytest.mark.parametrize(("screen", "width", "height", "presenter"), SCREENS)
@@ -150,7 +140,7 @@ def test_no_page_overflows(browser, server, screen, width, height, presenter) ->
             found, text = _visit(p, server, page, presenter)
             if found:
                 problems[page] = found
-            if text and (page, screen) not in NOT_YET["outside"]:
+            if text:
                 charts[page] = text
             if screen == "phone" and page == page_ids()[0]:
                 # a first visit on a phone: the sidebar stays folded, the page is readable

@@ -61,7 +61,7 @@ def test_choose_lists_and_audits_smollm2(report) -> None:
     assert "smollm2" in zoo.ZOO and "smollm2" in zoo.PRETRAINED
     at = run_app("choose", {"model": "smollm2"}, timeout=300)
     assert_clean(at)
-    tables = [t.value for t in at.dataframe]
+    tables = [t.value for t in at.table]
     found = next(t for t in tables if "placement" in t.columns and len(t) == 61)
     assert list(found["placement"]) == [PRE] * 60 + [FINAL]
     zoo_table = next(t for t in tables if "residual adds" in t.columns)

@@ -200,7 +200,7 @@ def test_choose_audits_minilm() -> None:
     assert_clean(at)
     body = texts(at)
     assert "real 6-block post-norm BERT encoder" in body
-    tables = [d.value for d in at.dataframe]
+    tables = [d.value for d in at.table]
     audit = next(t for t in tables if "bert.encoder.layer.5.output.LayerNorm" in t.index)
     assert (audit == "post-norm").to_numpy().sum() == 12
 

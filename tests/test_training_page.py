@@ -46,7 +46,7 @@ def test_every_experiment_runs_from_a_link(section: Section) -> None:
     assert [h.value for h in at.subheader] == [section.label]
     assert at.radio(key=keys.key("training", "exp")).value == section.slug
     assert len(charts(at)) == 1
-    assert at.dataframe, "the experiment's table"
+    assert at.table, "the experiment's table"
     body = texts(at)
     assert "Holds here" in body or "Does not hold here" in body, body[-800:]
     assert "Where the statistics come from" in body

@@ -24,7 +24,7 @@ from normviz import worked
 
 def _table(at, index: str):
     """The table whose rows are labelled by `index` (its index's name)."""
-    return next(d.value for d in at.dataframe if d.value.index.name == index)
+    return next(d.value for d in at.table if d.value.index.name == index)
 
 
 def test_source_example_shows_the_printed_numbers() -> None:
@@ -51,7 +51,7 @@ def test_source_example_shows_the_printed_numbers() -> None:
     assert any("torch.nn.BatchNorm1d" in s for s in ok) and any(
         "torch.nn.LayerNorm" in s for s in ok
     )
-    steps = [d.value for d in at.dataframe]
+    steps = [d.value for d in at.table]
     layer = next(d for d in steps if d.index.name == "row")
     assert layer.loc["row 1", "outputs"] == "[-0.889, -0.508, 1.397]"
     batch = next(d for d in steps if d.index.name == "column")
@@ -104,7 +104,7 @@ def test_every_preset(preset: str) -> None:
 def test_scaled_rows_look_the_same_to_layernorm() -> None:
     at = run_app("worked-example")
     at.selectbox(key="wk_preset").set_value("scaled").run()
-    layer = next(d.value for d in at.dataframe if d.value.index.name == "row")
+    layer = next(d.value for d in at.table if d.value.index.name == "row")
     assert layer.loc["row 1", "outputs"] == layer.loc["row 2", "outputs"]
 
 

@@ -36,15 +36,49 @@ BASE = """
 /* a chart is as wide as its column, on a phone too (no forced width, no sideways pan):
    the figures lay out their own panels for the width (normviz.style) */
 [data-testid="stFullScreenFrame"]:has(> [data-testid="stPlotlyChart"]) { max-width: 100%; }
-/* static tables (st.table) wrap long cells, even a long identifier, to fit their column;
-   on a phone a wide table keeps readable columns and pans sideways in its own box */
+/* static tables (st.table) wrap long cells, even a long identifier, to fit their column
+   (on a phone too: no sideways pan, nothing a sentence names hides off to the side) */
 [data-testid="stTable"] :is(th, td), [data-testid="stTable"] :is(th, td) * {
   white-space: normal !important;
 }
 [data-testid="stTable"] td, [data-testid="stTable"] td * { overflow-wrap: anywhere !important; }
+/* the data editor's resize corner sits half outside its box: held inside */
+[data-testid="stDataFrameResizable"] { overflow: clip; }
+/* a table's cell labels (ui.runner.table) show only in the stacked layout below */
+[data-testid="stTable"] td::before { display: none; }
 @media (max-width: 640px) {
-  [data-testid="stTable"] { overflow-x: auto; }
-  [data-testid="stTable"] table { min-width: 600px; }
+  /* a table of five or more columns stacks: each row a block of "column: value" lines
+     under its row label, nothing to the side */
+  [data-testid="stTable"] table[id^="T_nvstack"]:has(thead th:nth-child(5)) {
+    & thead { display: none; }
+    & :is(tbody, tr, th, td) { display: block; width: auto; border: none; }
+    & tbody tr { border-top: 1px solid #D9D9D9; padding: 0.3rem 0; }
+    & tbody th { font-weight: 600; }
+    & td::before { display: inline; font-weight: 600; }
+    & td::after { content: none; }
+  }
+  [data-testid="stTable"] :is(th, td) { padding: 0.25rem 0.3rem; font-size: 0.8rem; }
+  [data-testid="stTable"] th, [data-testid="stTable"] th * { overflow-wrap: anywhere !important; }
+  /* a display formula shrinks to the phone's width (its own scroll box stays the last
+     resort) */
+  [data-testid="stMarkdownContainer"] .katex-display > .katex { font-size: min(1.21em, 3.1vw); }
+}
+/* On a phone (or any touch screen, where a tap shows it and nothing hides it again) the
+   chart toolbar would sit over the chart's title: it is not drawn there. Streamlit 1.67
+   already stacks st.columns below 640 px, so side-by-side charts come one under another;
+   a row of number inputs (the selected cell on /axes) stays one compact row instead,
+   so it does not push the figure under it below the fold. */
+@media (max-width: 640px), (hover: none) {
+  [data-testid="stPlotlyChart"] .modebar-container { display: none !important; }
+}
+@media (max-width: 640px) {
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stNumberInput"]) {
+    flex-wrap: wrap; column-gap: 0.5rem;
+  }
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stNumberInput"])
+    > [data-testid="stColumn"]:has([data-testid="stNumberInput"]) {
+    flex: 1 1 5.5rem; min-width: 5.5rem;
+  }
 }
 /* tab bars wrap onto more lines instead of hiding tabs off to the side; the open tab is
    underlined by its own border (the sliding highlight assumes one line) */

@@ -44,10 +44,10 @@ def render() -> None:
         "NCHW: N images × C channels × H × W (CNNs). "
         "C/G: the channels of one group, G: the groups."
     )
-    # a static table: its long cells wrap (a data grid cuts them off) and it grows with
-    # presenter mode's text; it scrolls inside its own box on a phone
+    # a static table (ui.runner.table): its long cells wrap and it grows with presenter
+    # mode's text; on a phone each method's row stacks into lines
     with st.container(key="contract_table"):
-        st.table(text.contract_table())
+        runner.table(text.contract_table())
     st.caption(
         "train ≠ eval holds for torch's default constructor flags: InstanceNorm with "
         "track_running_stats=True also switches to running statistics in evaluation (see "

@@ -12,6 +12,7 @@ as an error box that names what to change.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from itertools import groupby
@@ -20,6 +21,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 from normviz import alttext
 from normviz.errors import NormConfigError, Refusal
@@ -103,17 +105,50 @@ def result(page: str, section: Section, setup: Any, knobs: Mapping[str, Value]) 
         return None
 
 
+LONG_TABLE = 15  # rows: a longer table scrolls up and down in its own box
+
+
+def _number(fmt: str) -> Callable[[float], str]:
+    """A float as `fmt` says: a %-format ("%.4g") or "percent" (0.5 as 50.00%)."""
+    if fmt == "percent":
+        return lambda v: f"{v:.2%}"
+    return lambda v: fmt % v
+
+
+def _css_string(text: str) -> str:
+    """`text` as a CSS string, every character escaped (a header may be an uploaded name)."""
+    return '"' + "".join(f"\\{ord(ch):06x}" for ch in text) + '"'
+
+
+def _stacked(shown: Styler, columns: Sequence[object]) -> Styler:
+    """Each cell's column name, for the stacked layout a phone shows (ui/css.py): a
+    table whose id starts "T_nvstack" labels its cells "column: value" there."""
+    names = [str(c) for c in columns]
+    shown.set_uuid("nvstack" + hashlib.sha1("\x1f".join(names).encode()).hexdigest()[:10])
+    return shown.set_table_styles(
+        [
+            {"selector": f"td:nth-of-type({j})::before", "props": [("content", label)]}
+            for j, label in enumerate((_css_string(f"{n}: ") for n in names), start=1)
+        ]
+    )
+
+
 def table(df: pd.DataFrame, fmt: str = "%.4g") -> None:
     """A read-only table; floats shown with `fmt`; row labels (an index that is not just
-    0..n-1) are shown."""
-    config = {
-        c: st.column_config.NumberColumn(format=fmt)
-        for c in df.columns
-        if pd.api.types.is_float_dtype(df[c])
-    }
+    0..n-1) are shown.
+
+    A static table (st.table), not a canvas grid: its headers and cells wrap to fit the
+    column at every width (ui/css.py), so no column hides behind a sideways scroll, and
+    it follows presenter mode's text size; on a phone a wide one stacks, one row a block
+    of "column: value" lines.
+    """
+    floats = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
+    shown = _stacked(df.style.format(_number(fmt), subset=floats, na_rep="NaN"), df.columns)
     # a default (range) index carries nothing; a named or labelled one is the row labels
     hide = isinstance(df.index, pd.RangeIndex)
-    st.dataframe(df, hide_index=hide, column_config=config, width="stretch")
+    box = st.container(height=520) if len(df) > LONG_TABLE else nullcontext()
+    with box:
+        st.table(shown, hide_index=hide)
 
 
 def alt(lines: Sequence[str], folded: bool = False) -> None:
@@ -147,7 +182,7 @@ _DRAW = {
     "callout": lambda body: st.success(body, icon=":material/lightbulb:"),
     "caption": st.caption,
     "markdown": st.markdown,
-    "static": st.table,
+    "static": table,
     "code": lambda body: st.code(body, language="python"),
     "graphviz": _graphviz,
 }

@@ -228,7 +228,7 @@ def write_url(page: str) -> None:
         want["layer"] = s.layer
         if realdata.SOURCES[s.data].uses_text:
             want["text"] = s.text
-    if presenter():
+    if st.session_state.get(PRESENT, False):  # on a phone too: the link keeps it
         want[PRESENT] = "1"
     current = _query()
     for p in ns.PAGE_PARAMS.get(page, ()):
@@ -284,9 +284,18 @@ def set_value(name: str, v: Any) -> None:
     st.session_state[name] = v
 
 
+def phone() -> bool:
+    """Is the browser a phone's (its user agent says "Mobile", as phones' browsers do)?"""
+    return "Mobile" in (st.context.headers.get("User-Agent") or "")
+
+
 def presenter() -> bool:
-    """Is presenter mode on (larger everything; `present=1` in the URL)?"""
-    return bool(st.session_state.get(PRESENT, False))
+    """Are this run's figures at presenter sizes: presenter mode on (`present=1` in the
+    URL), on a screen that is not a phone's? A presenter link opened on a phone reads at
+    the normal sizes (its CSS falls back below 640 px, ui/css.py; figures are built
+    here, where the screen's width is not known, so they go by the browser's kind); the
+    link keeps `present=1`."""
+    return bool(st.session_state.get(PRESENT, False)) and not phone()
 
 
 def require(s: ns.Settings, method: str | None = None) -> bool:

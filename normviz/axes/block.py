@@ -80,11 +80,12 @@ def axes3d(layout: str, split_hw: bool) -> tuple[Axis3D, Axis3D, Axis3D]:
 
 
 def _axis_title(layout: str, shape: tuple[int, ...], ax: Axis3D) -> str:
+    """The letter and the size ("T (6)"): the axes' names are in the page's cell inputs
+    just above; written out here ("T: tokens (6)") two titles met at the block's corner."""
     lay = LAYOUTS[layout]
     names = [lay.axes[d] for d in ax.dims]
     if len(names) == 1:
-        a = names[0]
-        return f"{a}: {lay.names[a]} ({shape[ax.dims[0]]})"
+        return f"{names[0]} ({shape[ax.dims[0]]})"
     sizes = "×".join(str(shape[d]) for d in ax.dims)
     sep = " blocks × " if ax.gap else "·"
     return f"{sep.join(names)} ({sizes})"

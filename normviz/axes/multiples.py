@@ -124,9 +124,9 @@ def make_methods_figure(
     instead of a drawing.
     """
     shape = tuple(int(s) for s in shape)
-    fig = Spec.grid(
-        1, len(methods), tuple(METHODS[m].label for m in methods), horizontal_spacing=0.02
-    )
+    # "Batch<br>Norm": five one-line names side by side ran into each other on a phone
+    titles = tuple(METHODS[m].label.replace("Norm", "<br>Norm", 1) for m in methods)
+    fig = Spec.grid(1, len(methods), titles, horizontal_spacing=0.02)
     win = _thumb_window(layout, shape)
     for col, m in enumerate(methods, start=1):
         g = groups if METHODS[m].grouped else None
@@ -197,7 +197,8 @@ def make_methods_figure(
     )
     style.apply(fig, presenter, height=height)
     size = style.font_size(presenter) - 2
-    fig.update_layout(margin={"l": 10, "r": 10, "t": 40, "b": round(2.6 * size) + 16})
+    top = round(2.6 * style.font_size(presenter)) + 8  # the two-line panel titles
+    fig.update_layout(margin={"l": 10, "r": 10, "t": top, "b": round(2.6 * size) + 16})
     return fig.figure()
 
 

@@ -178,9 +178,16 @@ def figure(res: ReshapeCheck, presenter: bool = False) -> go.Figure:
         )
         if k < m
     ]
-    shown = f" ({', '.join(cut)})" if cut else ""
-    fig.update_layout(title=f"GroupNorm's {res.groups} groups: one μ per sample and group{shown}")
-    return style.apply(fig, presenter, height=min(480, 160 + 28 * n)).figure()
+    shown = f"<br>({', '.join(cut)})" if cut else ""
+    # short lines: one line ran past a phone's column
+    fig.update_layout(
+        title=f"GroupNorm's {res.groups} groups:<br>one μ per sample and group{shown}"
+    )
+    style.apply(fig, presenter)
+    style.top_room(fig, presenter)
+    # the plot keeps its height (a colour bar's ticks need it); the title's lines add theirs
+    plot = min(480, 160 + 28 * n) - 50
+    return fig.update_layout(height=plot + fig.layout["margin"]["t"]).figure()
 
 
 def _channels(g: int, per: int) -> str:

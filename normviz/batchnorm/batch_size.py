@@ -101,7 +101,8 @@ def figure(sweep: GapSweep, presenter: bool = False) -> go.Figure:
     fig = Spec.grid(
         1,
         2,
-        ("mean |y_train − y_eval|", "evaluation output per channel"),
+        # two short lines each: half a phone's column holds about 18 characters
+        ("mean<br>|y_train − y_eval|", "evaluation output<br>per channel"),
         horizontal_spacing=0.12,
     )
     b = list(sweep.batch_sizes)
@@ -118,10 +119,12 @@ def figure(sweep: GapSweep, presenter: bool = False) -> go.Figure:
         fig.update_xaxes(style.log_axis(b), title="batch size", row=1, col=col)
         fig.update_yaxes(rangemode="tozero", row=1, col=col)
     fig.update_layout(
-        title="Small batches: training and evaluation disagree",
+        title="Small batches: training<br>and evaluation disagree",
         legend=style.LEGEND_BELOW,
     )
-    return style.apply(fig, presenter, height=440).figure()
+    style.apply(fig, presenter, height=500)
+    fig.update_annotations(font={"size": style.font_size(presenter)})  # the panel titles
+    return style.top_room(fig, presenter, below=2).figure()
 
 
 COLUMNS = (

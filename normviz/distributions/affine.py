@@ -264,7 +264,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Affine:
 
 def make_affine_figure(demo: AffineDemo, method: str, presenter: bool = False) -> go.Figure:
     """Left: values with γ = 1, β = 0 and with γ, β. Right: each channel's mean and std."""
-    titles = ("values", "per channel: mean → β, std → γ")
+    titles = ("values", "per channel:<br>mean → β, std → γ")  # two lines fit half a phone
     fig = Spec.grid(1, 2, titles, horizontal_spacing=0.1)
     fig.add_trace(bars(demo.before, style.BEFORE, "γ = 1, β = 0", opacity=0.6), 1, 1)
     fig.add_trace(bars(demo.after, style.METHOD_COLOURS[method], "with γ, β", 0.6, "/"), 1, 1)
@@ -284,9 +284,11 @@ def make_affine_figure(demo: AffineDemo, method: str, presenter: bool = False) -
     fig.update_xaxes(title="value", row=1, col=1)
     fig.update_xaxes(title="channel", row=1, col=2)
     label = METHODS[method].label
-    fig.update_layout(title=f"{label} with γ and β", barmode="overlay", bargap=0)
-    style.apply(fig, presenter, height=420)
-    return style.top_room(fig, presenter, below=1).figure()  # room for the panel titles
+    # the legend under the panels (at their right it left a phone's panels too narrow)
+    fig.update_layout(title=f"{label} with γ and β", barmode="overlay", legend=style.LEGEND_BELOW)
+    fig.update_layout(bargap=0)
+    style.apply(fig, presenter, height=500)
+    return style.top_room(fig, presenter, below=2).figure()  # room for the panel titles
 
 
 def figure(res: Affine, presenter: bool) -> go.Figure:

@@ -148,8 +148,12 @@ def make_eps_figure(sweep: EpsSweep, current_eps: float, presenter: bool = False
     # 0 sits clear of the bottom edge, so its label stays off the x axis's first label
     fig.update_yaxes(title=f"{moment} after", range=[-0.12, 1.1])
     # two short lines: one ran past a phone's column
-    fig.update_layout(title=f"{label}: ε shrinks<br>the groups with small spread")
-    style.apply(fig, presenter, height=400)
+    # the legend under the chart: at its right it left a phone's plot too narrow for the
+    # decade labels
+    fig.update_layout(
+        title=f"{label}: ε shrinks<br>the groups with small spread", legend=style.LEGEND_BELOW
+    )
+    style.apply(fig, presenter, height=460)
     return style.top_room(fig, presenter).figure()
 
 

@@ -59,9 +59,9 @@ KNOBS: tuple[Knob, ...] = (
 
 # two short lines each: a third of a phone-wide chart holds about 20 characters a line
 PANELS: tuple[tuple[str, str], ...] = (
-    ("act_rms", "Activation RMS<br>of the stream"),
-    ("grad_norm", "Gradient norm at<br>the block's input"),
-    ("skip_grad_norm", "Gradient through<br>the skip paths alone"),
+    ("act_rms", "Activation RMS of the stream"),
+    ("grad_norm", "Gradient norm at the block's input"),
+    ("skip_grad_norm", "Gradient through the skip paths alone"),
 )
 
 
@@ -186,34 +186,36 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> InitPro
 
 
 def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figure:
-    """Three panels against block index: activation RMS, gradient norm, skip-path gradient.
+    """Three panels against block index, one under another: activation RMS, gradient
+    norm, skip-path gradient.
 
     A line is the median over seeds, the band the range across seeds; y is logarithmic.
     Values that overflowed float32 (inf) leave a gap.
     """
+    # one panel per row, sharing the depth axis: side by side, three panels and their
+    # titles did not fit a phone's column (issue 27), and one under another reads at
+    # every width
+    n = len(PANELS)
     fig = Spec.grid(
-        1,
-        len(PANELS),
-        tuple(title for _, title in PANELS),
-        horizontal_spacing=0.1,  # each panel's own y tick labels sit in the gap
+        n, 1, tuple(title for _, title in PANELS), shared_xaxes=True, vertical_spacing=0.12
     )
     L = profile.depth
     xs = list(range(L + 1))
-    for col, (attr, _) in enumerate(PANELS, start=1):
+    for row, (attr, _) in enumerate(PANELS, start=1):
         data = getattr(profile, attr)
         for i, p in enumerate(profile.placements):
-            for trace in median_traces(xs, data[i], p, "block", legend=col == 1):
-                fig.add_trace(trace, row=1, col=col)
-        fig.update_yaxes(style.log_axis(data), row=1, col=col)
-    # one x title, under the middle panel: a copy under each ran into the next on a phone
-    middle = (len(PANELS) + 1) // 2
-    fig.update_xaxes({"title": {"text": "block l (0 = input)"}}, row=1, col=middle)
+            for trace in median_traces(xs, data[i], p, "block", legend=row == 1):
+                fig.add_trace(trace, row=row, col=1)
+        # three labels at most: a panel is 190 px tall, five ran into each other
+        fig.update_yaxes(style.log_axis(data, most=3), row=row, col=1)
+    # one x title, under the bottom panel
+    fig.update_xaxes({"title": {"text": "block l (0 = input)"}}, row=n, col=1)
     cfg = profile.config
     title = (
         f"{cfg.depth} blocks, width {cfg.width}, {cfg.norm_label}:<br>"
         f"median of {len(profile.seeds)} seed(s), band = range"
     )
-    return finish_panels(fig, title, presenter, height=520)
+    return finish_panels(fig, title, presenter, height=190 * n + 140)
 
 
 def notes(profile: InitProfile) -> tuple[str, ...]:

@@ -150,7 +150,7 @@ def steps_frame(steps: MethodSteps) -> pd.DataFrame:
 # ---- the figure -----------------------------------------------------------------------
 
 
-def _panel(fig: Spec, z: np.ndarray, col: int, diverging: bool, name: str, presenter: bool) -> None:
+def _panel(fig: Spec, z: np.ndarray, row: int, diverging: bool, name: str, presenter: bool) -> None:
     """One annotated heatmap; rows drawn top-down as in the matrix."""
     rows, cols = z.shape
     text = [[fmt(v) for v in row] for row in z]
@@ -172,13 +172,13 @@ def _panel(fig: Spec, z: np.ndarray, col: int, diverging: bool, name: str, prese
             xgap=3,
             ygap=3,
         ),
-        row=1,
-        col=col,
+        row=row,
+        col=1,
     )
-    fig.update_yaxes({"autorange": "reversed"}, row=1, col=col)
+    fig.update_yaxes({"autorange": "reversed"}, row=row, col=1)
 
 
-def _outline(fig: Spec, steps: MethodSteps, col: int, shape: tuple[int, int]) -> None:
+def _outline(fig: Spec, steps: MethodSteps, row: int, shape: tuple[int, int]) -> None:
     """A rectangle around each group of cells that shares one mean and variance."""
     rows, cols = shape
     colour = style.METHOD_COLOURS[steps.method]
@@ -194,8 +194,8 @@ def _outline(fig: Spec, steps: MethodSteps, col: int, shape: tuple[int, int]) ->
             y0=y0 + 0.04,
             y1=y1 - 0.04,
             line={"color": colour, "width": 4},
-            row=1,
-            col=col,
+            row=row,
+            col=1,
         )
 
 
@@ -204,19 +204,23 @@ def make_worked_figure(
     steps: tuple[MethodSteps, ...],
     presenter: bool = False,
 ) -> go.Figure:
-    """The input, then each method's output, with the cells that share statistics outlined."""
-    # two short lines: a third of a phone-wide chart holds about 20 characters a line
-    titles = ("Input x", *(f"{s.label}, one μ, σ²<br>per {s.pools} (outlined)" for s in steps))
-    fig = Spec.grid(1, 1 + len(steps), titles, horizontal_spacing=0.06)
+    """The input, then each method's output, with the cells that share statistics outlined:
+    one panel under another (side by side, three did not fit a phone's column)."""
+    titles = ("Input x", *(f"{s.label}, one μ, σ² per {s.pools} (outlined)" for s in steps))
+    n = 1 + len(steps)
+    fig = Spec.grid(n, 1, titles, shared_xaxes=True, vertical_spacing=0.5 / n)
     _panel(fig, x, 1, False, "input", presenter)
-    for col, s in enumerate(steps, start=2):
-        _panel(fig, s.output, col, True, s.label, presenter)
-        _outline(fig, s, col, x.shape)
+    for row, s in enumerate(steps, start=2):
+        _panel(fig, s.output, row, True, s.label, presenter)
+        _outline(fig, s, row, x.shape)
     fig.update_xaxes({"showgrid": False})
     fig.update_yaxes({"showgrid": False})
     style.apply(fig, presenter)
-    style.top_room(fig, presenter, below=2)  # the panel titles' two lines
-    return fig.update_layout(height=fig.layout["margin"]["t"] + 100 + 48 * x.shape[0]).figure()
+    style.top_room(fig, presenter, below=1)  # the first panel's title
+    size = style.font_size(presenter)
+    # each panel: its title's line and its rows of cells
+    panel = round(1.6 * size) + 48 * x.shape[0]
+    return fig.update_layout(height=fig.layout["margin"]["t"] + 60 + n * panel).figure()
 
 
 def figure(result: Walkthrough, presenter: bool) -> go.Figure | None:
