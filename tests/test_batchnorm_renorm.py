@@ -3,11 +3,23 @@ and autograd (r and d constants, as the paper treats them), and its clipping bou
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import pytest
 import torch
+from signals import assert_within_budget
 from torch import nn
 
+from normviz import batchnorm as bn
+from normviz import style
+from normviz.batchnorm import renorm
+from normviz.batchnorm.lab import LabSetup
+from normviz.batchnorm.model import NET
 from normviz.batchrenorm import D_MAX, R_MAX, BatchRenorm
+from normviz.sections import no_progress
+from normviz.training.data import batches, digits
+from normviz.training.models import build
 
 SHAPES = {1: (6, 4), 2: (3, 4, 2, 5)}  # BatchNorm1d's (N, C) and BatchNorm2d's (N, C, H, W)
 
@@ -143,3 +155,99 @@ def test_bad_settings_are_refused() -> None:
         BatchRenorm(3, r_max=0.5)
     with pytest.raises(ValueError, match="C = 3"):
         BatchRenorm(3)(torch.zeros(2, 4))
+
+
+# ---- the BatchNorm-lab section -------------------------------------------------------------
+
+
+@functools.cache
+def _runs(seed: int):
+    """The section at its defaults (3 seeds from `seed`), at a third of the samples."""
+    setup = LabSetup(seed=seed, model_scale=0.35)
+    return renorm.run(setup, renorm.SECTION.defaults(), no_progress)
+
+
+def test_the_schedule_ramps_to_the_papers_bounds() -> None:
+    assert renorm.bounds(0, 1000) == (1.0, 0.0)
+    assert renorm.bounds(50, 1000) == (1.0, 0.0)  # the warm-up: BatchNorm
+    r, d = renorm.bounds(200, 1000)  # halfway up the r ramp, past three quarters of d's
+    assert r == pytest.approx(2.0) and d == pytest.approx(3.75)
+    assert renorm.bounds(999, 1000) == (R_MAX, D_MAX)
+
+
+def test_renormed_is_the_same_network_with_brn() -> None:
+    """At r_max 1, d_max 0 the swapped network is the BatchNorm one, output for output."""
+    bn = build(NET, "batch", 0)
+    brn = renorm.renormed(bn)
+    assert sum(isinstance(m, BatchRenorm) for m in brn) == 2
+    assert not any(isinstance(m, nn.BatchNorm1d) for m in brn)
+    x = torch.randn(8, 64, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(brn(x), bn(x))
+    brn.eval(), bn.eval()
+    torch.testing.assert_close(brn(x), bn(x))
+
+
+def test_sorted_batches_hold_one_class() -> None:
+    y = digits().y_train
+    rows = renorm.sorted_batches(0, y, 16, 2 * len(y))
+    assert rows.shape == (2 * len(y) // 16, 16)
+    one = [(y[b] == y[b][0]).all() for b in rows]
+    assert np.mean(one) > 0.9  # only a batch at a class boundary mixes two
+    iid = batches(0, len(y), 16, len(y))
+    assert np.mean([(y[b] == y[b][0]).all() for b in iid]) < 0.05
+
+
+@pytest.mark.parametrize("seed", [0, 3, 6])
+def test_the_verdict_is_computed_from_the_runs(seed: int) -> None:
+    """For three seeds: each regime's verdict says what its numbers show, seed by seed."""
+    res = _runs(seed)
+    assert res.eval_acc.shape == res.train_acc.shape == (2, 2, 3)
+    notes = list(renorm.notes(res))
+    for i, (label, _, _) in enumerate(renorm.REGIMES):
+        (said,) = [n for n in notes if n.startswith(f"At {label},")]
+        for ok, claim in (
+            (res.eval_acc[i, 1] > res.eval_acc[i, 0], "BRN's evaluation accuracy is higher"),
+            (res.gap[i, 1] < res.gap[i, 0], "its train/eval gap is smaller"),
+        ):
+            if ok.all():
+                assert f"{claim} for each of the 3 seeds" in said
+            elif not ok.any():
+                assert f"not {claim} for any of the 3 seeds" in said
+            else:
+                assert f"{claim} for {int(ok.sum())} of the 3 seeds only: mixed" in said
+        assert f"{100 * res.eval_acc[i, 1].mean():.1f} %" in said
+    # the paper's claim at batch 2: BRN's running statistics serve evaluation better
+    assert (res.eval_acc[0, 1] > res.eval_acc[0, 0]).all()
+
+
+def test_r_and_d_stay_within_their_bounds() -> None:
+    res = _runs(0)
+    for i in range(len(renorm.REGIMES)):
+        rb, db = np.array([renorm.bounds(int(s), res.steps[i]) for s in res.trace_steps[i]]).T
+        r, d = res.r[i], res.d[i]
+        assert (r[:, 0] >= 1 / rb - 1e-6).all() and (r[:, 2] <= rb + 1e-6).all()
+        assert (np.abs(d[:, [0, 2]]) <= db[:, None] + 1e-6).all()
+        assert (r[:, 0] <= r[:, 1]).all() and (r[:, 1] <= r[:, 2]).all()
+        assert (r[rb == 1] == 1).all() and (d[db == 0] == 0).all()  # warm-up: BatchNorm
+        r_hit, d_hit = renorm.on_bound(res, i)
+        assert 0 <= r_hit <= 1 and 0 <= d_hit <= 1
+    # sorted batches: one class per batch moves μ_B far from μ, so d reaches its bound
+    assert renorm.on_bound(res, 1)[1] > 0
+
+
+def test_figure_table_and_text_alternative() -> None:
+    res = _runs(0)
+    fig = renorm.figure(res)
+    assert_within_budget(fig, what="renorm")
+    assert fig.layout.legend.orientation == style.LEGEND_BELOW["orientation"]
+    assert len([a for a in fig.layout.annotations if a.text.startswith(("r, ", "d, "))]) == 4
+    df = renorm.table(res)
+    assert list(df["normalization"]) == ["BatchNorm", "BRN"] * 2
+    np.testing.assert_allclose(df["train/eval gap"], res.gap.mean(-1).reshape(-1))
+    alt = renorm.SECTION.alt_text(res, fig)
+    assert len(alt) == 2 and f"{res.steps[0]:,} training steps" in alt[0]
+
+
+def test_the_section_is_in_the_lab() -> None:
+    assert renorm.SECTION in bn.SECTIONS and "renorm" in (bn.SIM.choices or ())
+    assert "bn_seeds" in [k.name for k in renorm.SECTION.knobs]

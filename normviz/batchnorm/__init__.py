@@ -29,6 +29,7 @@ from normviz.batchnorm import (
     noise,
     order,
     realnet,
+    renorm,
     running,
     shift,
     sync,
@@ -71,6 +72,7 @@ SECTIONS: tuple[Section, ...] = (
     coupling.SECTION,
     causal.SECTION,
     model.SECTION,
+    renorm.SECTION,
     realnet.SECTION,
 )
 # more sections shown under a section's tab, after it (they have no tab or `sim` value)
