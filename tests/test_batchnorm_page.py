@@ -44,6 +44,7 @@ SECTION_TEXT = {
         'Missing key(s) in state_dict: "num_batches_tracked"',
     ),
     "model": ("batches of 2", "Equal samples seen", "does not move with the shift"),
+    "renorm": ("Batch Renormalization", "At batch 2, BRN's evaluation accuracy is"),
     "realnet": ("EfficientNet-Lite0", "of 8 images at batch 1", "keep their clean top-1 class"),
 }
 
