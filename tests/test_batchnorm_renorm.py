@@ -214,7 +214,7 @@ def test_the_verdict_is_computed_from_the_runs(seed: int) -> None:
             else:
                 assert f"{yes} for {int(ok.sum())} of the 3 seeds only: mixed" in said
         chance = max(res.eval_acc[i, 0].mean(), res.train_acc[i, 0].mean()) < 0.15
-        assert ("near chance (10%) in both modes" in said) == chance
+        assert ("near chance (10 %) in both modes" in said) == chance
         assert f"{100 * res.eval_acc[i, 1].mean():.1f} %" in said
     # the paper's claim at batch 2: BRN's running statistics serve evaluation better
     assert (res.eval_acc[0, 1] > res.eval_acc[0, 0]).all()

@@ -220,8 +220,9 @@ def verdict(res: RenormRuns, i: int) -> str:
     )
     if max(ev[0].mean(), tr[0].mean()) < CHANCE + NEAR:
         out += (
-            f" BatchNorm's gap means little here: it scores near chance ({CHANCE:.0%}) in "
-            f"both modes ({pct(ev[0])} and {pct(tr[0])})."
+            f" BatchNorm's gap means little here: it scores near chance ({100 * CHANCE:.0f} %) "
+            f"in both modes ({100 * ev[0].mean():.1f} % and {100 * tr[0].mean():.1f} %, mean "
+            "over seeds)."
         )
     return out
 
