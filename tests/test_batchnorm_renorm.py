@@ -4,6 +4,7 @@ and autograd (r and d constants, as the paper treats them), and its clipping bou
 from __future__ import annotations
 
 import functools
+import threading
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from normviz.batchrenorm import D_MAX, R_MAX, BatchRenorm
 from normviz.sections import no_progress
 from normviz.training.data import batches, digits
 from normviz.training.models import build
+from normviz.training.train import GATE
 
 SHAPES = {1: (6, 4), 2: (3, 4, 2, 5)}  # BatchNorm1d's (N, C) and BatchNorm2d's (N, C, H, W)
 
@@ -251,3 +253,30 @@ def test_figure_table_and_text_alternative() -> None:
 def test_the_section_is_in_the_lab() -> None:
     assert renorm.SECTION in bn.SECTIONS and "renorm" in (bn.SIM.choices or ())
     assert "bn_seeds" in [k.name for k in renorm.SECTION.knobs]
+
+
+def test_a_first_run_queues_behind_a_training_lab_run() -> None:
+    """The section trains through the training lab's gate: while another run holds it,
+    this one says it is queued, then runs."""
+    queued = threading.Event()
+    held = threading.Event()
+
+    def other() -> None:
+        with GATE.enter():
+            held.set()
+            queued.wait(60)  # bounded: the slot is freed once the section says it waits
+
+    said: list[str] = []
+
+    def progress(fraction: float, text: str) -> None:
+        said.append(text)
+        if text.startswith("Queued"):
+            queued.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    held.wait(30)
+    res = renorm.run(LabSetup(model_scale=0.05), {"bn_seeds": 1}, progress)
+    t.join(60)
+    assert queued.is_set() and any(s.startswith("Queued: 1 training-lab run") for s in said)
+    assert res.eval_acc.shape == (2, 2, 1)
