@@ -11,6 +11,7 @@ computed from the accuracies and the recorded r and d.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -76,9 +77,10 @@ def bounds(step: int, steps: int) -> tuple[float, float]:
 
 
 def renormed(model: nn.Sequential) -> nn.Sequential:
-    """The same network with each BatchNorm1d swapped for a BatchRenorm with its γ, β."""
+    """A copy of the network (no weight shared) with each BatchNorm1d swapped for a
+    BatchRenorm with its γ, β."""
     mods = []
-    for m in model:
+    for m in copy.deepcopy(model):
         if isinstance(m, nn.BatchNorm1d):
             brn = BatchRenorm(m.num_features, 1.0, 0.0, momentum=m.momentum or 0.1, eps=EPS)
             with torch.no_grad():
@@ -197,13 +199,13 @@ def run(setup: LabSetup, knobs: Mapping[str, Value], progress: Progress) -> Reno
 
 
 def _count(ok: np.ndarray, yes: str, no: str) -> str:
-    """`yes` when it holds for every seed, `no` when for none, else mixed."""
+    """`yes` for every seed, for none (one seed: `no`), or for some: mixed."""
     n, k = ok.size, int(ok.sum())
     every = f"each of the {n} seeds" if n > 1 else "this seed"
     if k == n:
         return f"{yes} for {every}"
     if k == 0:
-        return f"{no} for {every}"
+        return f"{yes} for none of the {n} seeds" if n > 1 else f"{no} for this seed"
     return f"{yes} for {k} of the {n} seeds only: mixed"
 
 
