@@ -8,7 +8,10 @@ Prints, on this machine, with torch on one thread as in the app:
 - each experiment's cold time at its defaults (target: under 10 s), calling the
   section's run directly;
 - the page from the cache: a first AppTest run of /training?exp=<slug> and a rerun
-  of the same session (target: the rerun well under a second).
+  of the same session (target: the rerun well under a second);
+- the BatchNorm lab's trained sections that live outside the training lab (Batch
+  Renormalization, `/batchnorm?sim=renorm`): cold time, first page run, cached rerun
+  (target: the rerun ≤ 0.1 s).
 
     python -m benchmarks.training [--no-app] [--only lr,batch]
 """
@@ -98,6 +101,38 @@ def page_times(only: set[str]) -> None:
         print(f"{s.slug:>11}: page first run {first:5.2f} s, rerun from cache {again:5.2f} s")
 
 
+LAB_TRAINED = ("renorm",)  # BatchNorm-lab sections that train networks on the digits
+RERUN_TARGET = 0.1
+
+
+def lab_times(only: set[str], app: bool) -> None:
+    from normviz import batchnorm as bn
+
+    for s in bn.SECTIONS:
+        if s.slug not in LAB_TRAINED or (only and s.slug not in only):
+            continue
+        t0 = time.perf_counter()
+        s.run(bn.LabSetup(), s.defaults(), no_progress)
+        print(f"{s.slug:>11}: cold {time.perf_counter() - t0:5.2f} s  (BatchNorm lab)")
+        if not app:
+            continue
+        from benchmarks.common import app_test
+
+        at = app_test("batchnorm", {"sim": s.slug})
+        t0 = time.perf_counter()
+        at.run()
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        at.run()
+        again = time.perf_counter() - t0
+        assert not at.exception, [e.value for e in at.exception]
+        flag = "ok" if again <= RERUN_TARGET else "MISS"
+        print(
+            f"{s.slug:>11}: page first run {first:5.2f} s, rerun from cache {again:5.2f} s "
+            f"[{flag}, target ≤ {RERUN_TARGET:g} s]"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-app", action="store_true", help="skip the AppTest page times")
@@ -114,6 +149,7 @@ def main() -> None:
     cold_times(only)
     if not args.no_app:
         page_times(only)
+    lab_times(only, not args.no_app)
 
 
 if __name__ == "__main__":

@@ -101,6 +101,16 @@ SOURCES: dict[str, Source] = {
             "1705.08741",
         ),
         Source(
+            "ioffe2017",
+            "Ioffe",
+            "Sergey Ioffe",
+            2017,
+            "Batch Renormalization: Towards Reducing Minibatch Dependence in Batch-Normalized "
+            "Models",
+            "NeurIPS 2017",
+            "1702.03275",
+        ),
+        Source(
             "wu2018",
             "Wu & He",
             "Yuxin Wu, Kaiming He",

@@ -44,6 +44,7 @@ SECTION_TEXT = {
         'Missing key(s) in state_dict: "num_batches_tracked"',
     ),
     "model": ("batches of 2", "Equal samples seen", "does not move with the shift"),
+    "renorm": ("Batch Renormalization", "At batch 2, BRN's evaluation accuracy is"),
     "realnet": ("EfficientNet-Lite0", "of 8 images at batch 1", "keep their clean top-1 class"),
 }
 
@@ -326,6 +327,15 @@ def test_batchnorm_in_browser(page, server) -> None:
     wait_done(page, timeout=SLOW)
     assert_no_exception(page)
     assert page.locator(".katex").count() >= 1 and "$$" not in page.inner_text("body")
+    # Batch Renormalization: a first run trains (gated), its chart's text is drawn
+    page.get_by_role("tab", name="Batch Renorm").click()
+    page.wait_for_url("**sim=renorm**", timeout=SLOW)
+    page.locator("svg text", has_text="BRN's corrections and their bounds").first.wait_for(
+        timeout=SLOW
+    )
+    wait_done(page, timeout=SLOW)
+    assert_no_exception(page)
+    assert "BRN's evaluation accuracy is" in page.inner_text("body")
     # move the batch-size slider with the keyboard: the URL follows
     slider = page.get_by_role("slider", name="Batch size b")
     slider.focus()

@@ -30,6 +30,7 @@ from normviz.batchnorm import (
     noise,
     order,
     realnet,
+    renorm,
     running,
     shift,
     sync,
@@ -73,6 +74,7 @@ SECTIONS: tuple[Section, ...] = (
     coupling.SECTION,
     causal.SECTION,
     model.SECTION,
+    renorm.SECTION,
     realnet.SECTION,
 )
 # more sections shown under a section's tab, after it (they have no tab or `sim` value)
