@@ -53,17 +53,23 @@ def _direct(
     for block in model.blocks:
         stream.append(h)
         for sub in block:
-            if model.placement == "pre":
+            if model.placement == "pre":  # x + F(Norm(x))
                 f = branch(norm(h, sub.norm), sub)
                 h = h + (f.detach() if skip else f)
-            elif model.placement == "post":
+            elif model.placement == "post":  # Norm(x + F(x))
                 f = branch(h, sub)
                 h = norm(h + (f.detach() if skip else f), sub.norm)
+            elif model.placement == "peri":  # x + Norm_out(F(Norm_in(x)))
+                f = norm(branch(norm(h, sub.norm), sub), sub.norm_out)
+                h = h + (f.detach() if skip else f)
+            elif model.placement == "deepnorm":  # LN(α·x + F(x)), α = (2N)^(1/4)
+                f = branch(h, sub)
+                h = norm((2 * cfg.depth) ** 0.25 * h + (f.detach() if skip else f), sub.norm)
             else:
                 f = branch(h, sub)
                 h = h + (f.detach() if skip else f)
     stream.append(h)
-    if model.placement == "pre":
+    if model.placement in ("pre", "peri"):
         h = norm(h, model.final_norm)
     out = F.linear(h, model.head.weight, model.head.bias)
     loss = ((out - y) ** 2).mean()
@@ -102,17 +108,71 @@ def test_the_stack_uses_torch_norm_layers() -> None:
 
 
 def test_same_seed_same_branch_weights_for_every_placement() -> None:
-    models = [rs.build_stack(SMALL, p, 7) for p in rs.PLACEMENTS]
-    w = [m.blocks[2][0].branch.fc1.weight for m in models]
-    assert torch.equal(w[0], w[1]) and torch.equal(w[0], w[2])
+    plain = [p for p in rs.PLACEMENTS if p != "deepnorm"]
+    models = {p: rs.build_stack(SMALL, p, 7) for p in rs.PLACEMENTS}
+    w = {p: m.blocks[2][0].branch.fc1.weight for p, m in models.items()}
+    assert all(torch.equal(w["pre"], w[p]) for p in plain)
     other = rs.build_stack(SMALL, "pre", 8).blocks[2][0].branch.fc1.weight
-    assert not torch.equal(w[0], other)
+    assert not torch.equal(w["pre"], other)
+
+
+@pytest.mark.parametrize("n", [1, 2, 6, 24, 96])
+def test_deepnorm_constants_follow_the_paper(n: int) -> None:
+    """Wang et al. 2022, N-layer encoder-only: α = (2N)^(1/4), β = (8N)^(−1/4)."""
+    assert rs.deepnorm_alpha(n) == pytest.approx(math.pow(2 * n, 0.25), rel=1e-12)
+    assert rs.deepnorm_beta(n) == pytest.approx(1 / math.pow(8 * n, 0.25), rel=1e-12)
+    cfg = rs.StackConfig(depth=n, width=8, tokens=3, samples=4, block="mixer")
+    pre, deep = rs.build_stack(cfg, "pre", 5), rs.build_stack(cfg, "deepnorm", 5)
+    for bp, bd in zip(pre.blocks, deep.blocks, strict=True):
+        for sp, sd in zip(bp, bd, strict=True):
+            assert sd.alpha == pytest.approx(math.pow(2 * n, 0.25))
+            for name in ("fc1", "fc2"):  # β scales every branch weight, biases stay 0
+                wp, wd = getattr(sp.branch, name), getattr(sd.branch, name)
+                torch.testing.assert_close(wd.weight, wp.weight * math.pow(8 * n, -0.25))
+                assert torch.count_nonzero(wd.bias) == 0
+    assert isinstance(deep.final_norm, torch.nn.Identity)
+
+
+@pytest.mark.parametrize("placement", rs.PLACEMENTS)
+def test_one_block_matches_its_formula_and_backpropagates(placement: str) -> None:
+    """A single sublayer against its update rule written out in torch, values and gradients."""
+    d, n = 8, 6
+    sub = rs.Sublayer(rs.FeatureMLP(d), "layer", d, placement, n_layers=n)
+    with torch.no_grad():  # γ, β away from 1, 0 so that a swapped norm would show
+        for m in sub.modules():
+            if isinstance(m, torch.nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+    x = torch.randn(4, 3, d, generator=torch.Generator().manual_seed(0), requires_grad=True)
+    x2 = x.detach().clone().requires_grad_(True)
+
+    def ln(z: torch.Tensor, m: torch.nn.Module) -> torch.Tensor:
+        return F.layer_norm(z, (d,), m.weight, m.bias, 1e-5)
+
+    def f(z: torch.Tensor) -> torch.Tensor:
+        b = sub.branch
+        return F.linear(F.relu(F.linear(z, b.fc1.weight, b.fc1.bias)), b.fc2.weight, b.fc2.bias)
+
+    want = {
+        "pre": lambda z: z + f(ln(z, sub.norm)),
+        "post": lambda z: ln(z + f(z), sub.norm),
+        "peri": lambda z: z + ln(f(ln(z, sub.norm)), sub.norm_out),
+        "deepnorm": lambda z: ln(math.pow(2 * n, 0.25) * z + f(z), sub.norm),
+        "none": lambda z: z + f(z),
+    }[placement](x2)
+    got = sub(x)
+    torch.testing.assert_close(got, want)
+    w = torch.randn_like(got)
+    (got * w).sum().backward()
+    (want * w).sum().backward()
+    torch.testing.assert_close(x.grad, x2.grad)
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in sub.parameters())
 
 
 def test_what_the_page_teaches_holds_at_depth_64() -> None:
     cfg = rs.StackConfig(depth=64, width=16, tokens=2, samples=4)
     prof = rs.init_profile(cfg, seeds=(0, 1))
-    assert prof.act_rms.shape == (3, 2, 65)
+    assert prof.act_rms.shape == (len(rs.PLACEMENTS), 2, 65)
     pre, post, none = (prof.placements.index(p) for p in ("pre", "post", "none"))
     # pre-norm: the skip paths alone carry the output's gradient to every block unchanged
     sk = prof.skip_grad_norm[pre]
@@ -126,7 +186,7 @@ def test_what_the_page_teaches_holds_at_depth_64() -> None:
     # pre-norm: the stream's scale grows with depth; no norm: it explodes
     assert prof.act_rms[pre][:, -1].min() > 3 * prof.act_rms[pre][:, 1].max()
     assert np.median(prof.act_rms[none][:, -1]) > 1e6
-    assert len(prof.notes()) == 3
+    assert len(prof.notes()) >= len(rs.PLACEMENTS)
 
 
 def test_init_profile_is_deterministic_and_reports_progress() -> None:
@@ -134,7 +194,7 @@ def test_init_profile_is_deterministic_and_reports_progress() -> None:
     a = rs.init_profile(SMALL, seeds=(0, 1), progress=seen.append)
     b = rs.init_profile(SMALL, seeds=(0, 1))
     np.testing.assert_array_equal(a.grad_norm, b.grad_norm)
-    assert seen[-1] == pytest.approx(1.0) and len(seen) == 6
+    assert seen[-1] == pytest.approx(1.0) and len(seen) == 2 * len(rs.PLACEMENTS)
     assert not np.array_equal(a.grad_norm[:, 0], a.grad_norm[:, 1])  # seeds differ
 
 
@@ -167,13 +227,13 @@ def test_training_matches_a_direct_adam_loop() -> None:
 def test_training_outcomes_depend_on_placement() -> None:
     cfg = rs.StackConfig(depth=8, width=16, samples=16)
     run = rs.train_all(cfg, lr=3e-2, steps=30)
-    assert run.losses.shape == (3, 31)
+    assert run.losses.shape == (len(rs.PLACEMENTS), 31)
     assert not run.diverged("pre")
     assert run.final("pre") < rs.STALL_FRACTION * run.losses[0, 0]
     assert run.outcome("pre").startswith("trained")
     assert run.diverged("none")
     at = run.diverged_at[run.placements.index("none")]
-    assert np.isnan(run.losses[2, at:]).all()
+    assert np.isnan(run.losses[run.placements.index("none"), at:]).all()
     assert run.outcome("none").startswith("diverged")
     assert run.outcome("post").startswith("stalled")  # collapsed to predicting the mean
 
@@ -216,9 +276,9 @@ def test_bad_placement_and_seed_count() -> None:
 
 def _fake_profile(depth: int, seeds: int) -> rs.InitProfile:
     rng = np.random.default_rng(0)
-    shape = (3, seeds, depth + 1)
+    shape = (len(rs.PLACEMENTS), seeds, depth + 1)
     act = np.exp(rng.normal(size=shape) * 5)
-    act[2, :, depth // 2 :] = np.inf  # an overflow leaves a gap
+    act[rs.PLACEMENTS.index("none"), :, depth // 2 :] = np.inf  # an overflow leaves a gap
     cfg = rs.StackConfig(depth=depth)
     return rs.InitProfile(
         cfg, rs.PLACEMENTS, tuple(range(seeds)), act, act * 0.5, np.exp(-rng.random(shape))
@@ -231,8 +291,9 @@ def test_depth_figure_traces_titles_and_payload_at_the_largest_sizes() -> None:
     titles = [a.text for a in fig.layout.annotations]
     assert titles == [t for _, t in depth.PANELS]
     lines = [t for t in fig.data if t.mode == "lines"]
-    assert len(lines) == 3 * len(depth.PANELS)  # one median line per placement and panel
-    assert len(fig.data) == 2 * 3 * len(depth.PANELS)  # plus a seed band each
+    n = len(rs.PLACEMENTS)
+    assert len(lines) == n * len(depth.PANELS)  # one median line per placement and panel
+    assert len(fig.data) == 2 * n * len(depth.PANELS)  # plus a seed band each
     assert {t.name for t in lines} == set(rs.PLACEMENT_LABELS.values())
     assert fig.layout.yaxis.type == "log"
     none_line = next(t for t in lines if t.name == "no normalization")
@@ -243,7 +304,7 @@ def test_depth_figure_traces_titles_and_payload_at_the_largest_sizes() -> None:
 
 def test_depth_figure_with_one_seed_has_no_band() -> None:
     fig = depth.make_depth_figure(_fake_profile(4, 1))
-    assert len(fig.data) == 3 * len(depth.PANELS)
+    assert len(fig.data) == len(rs.PLACEMENTS) * len(depth.PANELS)
 
 
 def test_loss_figure_marks_divergence_and_stays_small() -> None:
@@ -252,7 +313,8 @@ def test_loss_figure_marks_divergence_and_stays_small() -> None:
     losses[0] = np.linspace(2, 0.01, steps + 1)
     losses[1] = np.linspace(2, 1, steps + 1)
     losses[2, :7] = np.geomspace(1, 1e4, 7)
-    run = rs.TrainRun(rs.StackConfig(depth=96), 0.1, steps, rs.PLACEMENTS, losses, (None, None, 7))
+    three = ("pre", "post", "none")
+    run = rs.TrainRun(rs.StackConfig(depth=96), 0.1, steps, three, losses, (None, None, 7))
     fig = training.make_loss_figure(run)
     assert "learning rate 0.1" in fig.layout.title.text
     markers = [t for t in fig.data if t.mode == "markers+text"]
