@@ -189,6 +189,40 @@ def test_what_the_page_teaches_holds_at_depth_64() -> None:
     assert len(prof.notes()) >= len(rs.PLACEMENTS)
 
 
+@pytest.mark.parametrize("block", ["mlp", "mixer"])
+def test_init_verdicts_across_three_seeds(block: str) -> None:
+    """The page's default sweep (24 blocks, width 32, its batch), seeds 0, 1, 2: what the
+    words claim holds for each seed, and where a seed disagrees the words say "mixed"."""
+    setup = rs.Setup()
+    cfg = rs.StackConfig(
+        depth=24, width=32, samples=setup.samples, tokens=setup.tokens, block=block
+    )
+    prof = rs.init_profile(cfg, seeds=(0, 1, 2))
+    notes = dict(zip(prof.placements, prof.notes(), strict=False))
+    for p in ("post", "deepnorm"):  # renormalized after every block: bounded in each seed
+        assert (prof.growth(p) <= depth.BOUNDED).all() and prof.verdict(p).scale_word == "bounded"
+        assert "RMS stays at 1 after 24 blocks" in notes[p]
+    for p in ("pre", "peri", "none"):  # the stream grows in each seed
+        assert (prof.growth(p) > depth.BOUNDED).all() and prof.verdict(p).scale_word == "grows"
+        assert "RMS grows to" in notes[p]
+    # DeepNorm evens out post-norm's gradients: block 0 within 2× of the top in each seed
+    spread = prof.spread("deepnorm")
+    assert (spread >= 1 / depth.SPREAD).all() and (spread <= depth.SPREAD).all()
+    assert "(within 2× either way), in each of the 3 seeds" in notes["deepnorm"]
+    # Peri-LN's stream grows like pre-norm's at init: each block adds a normalized correction
+    ratio = prof.growth("peri") / prof.growth("pre")
+    assert ((ratio > 0.8) & (ratio < 1.25)).all()
+    for p in prof.placements:
+        v = prof.verdict(p)
+        assert ("mixed across the 3 seeds" in notes[p]) == (not v.agreed), p
+        assert v.scale == tuple(
+            "bounded" if g <= depth.BOUNDED else "grows" for g in prof.growth(p)
+        )
+    verdict = prof.notes()[len(prof.placements)]
+    assert "bounded in every seed: post-norm, DeepNorm;" in verdict
+    assert "growing in every seed: pre-norm, Peri-LN, no normalization." in verdict
+
+
 def test_init_profile_is_deterministic_and_reports_progress() -> None:
     seen: list[float] = []
     a = rs.init_profile(SMALL, seeds=(0, 1), progress=seen.append)
@@ -236,6 +270,49 @@ def test_training_outcomes_depend_on_placement() -> None:
     assert np.isnan(run.losses[run.placements.index("none"), at:]).all()
     assert run.outcome("none").startswith("diverged")
     assert run.outcome("post").startswith("stalled")  # collapsed to predicting the mean
+    assert run.trained("deepnorm") and run.trained("peri") and not run.trained("post")
+
+
+PAGE_TRAIN = rs.StackConfig(depth=12, width=32, samples=rs.Setup().samples)  # the defaults
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_training_verdicts_hold_for_each_seed(seed: int) -> None:
+    """At the page's default run (12 blocks, width 32, lr 0.01, 80 steps) DeepNorm trains
+    where post-norm stalls, and Peri-LN and pre-norm both train: the words say so."""
+    placements = ("pre", "post", "peri", "deepnorm")
+    run = rs.train_all(PAGE_TRAIN, lr=1e-2, steps=80, seed=seed, placements=placements)
+    assert run.trained("deepnorm") and not run.trained("post")
+    assert run.final("deepnorm") < run.final("post") / training.CLOSE
+    assert run.trained("pre") and run.trained("peri")
+    deep, peri = training.verdicts(run)
+    assert "kept post-norm trainable at L = 12" in deep
+    assert "DeepNorm's final loss" in deep and "is lower than post-norm's" in deep
+    assert peri.startswith("**Verdict, Peri-LN vs pre-norm**: both trained")
+    r = run.final("peri") / run.final("pre")
+    c = training.CLOSE
+    word = "lower than" if r < 1 / c else "higher than" if r > c else "about the same as"
+    assert f"is {word} pre-norm's" in peri
+
+
+def test_training_verdict_words_follow_the_outcomes() -> None:
+    """The same sentence builder on hand-made runs: each case gets its own words."""
+    cfg = rs.StackConfig(depth=4)
+    four = ("pre", "post", "peri", "deepnorm")
+
+    def fake(ends: tuple[float, float, float, float]) -> rs.TrainRun:
+        losses = np.stack([np.linspace(1.0, e, 11) for e in ends])
+        return rs.TrainRun(cfg, 0.01, 10, four, losses, (None,) * 4)
+
+    deep, peri = training.verdicts(fake((0.1, 0.9, 0.1, 0.1)))
+    assert "kept post-norm trainable" in deep and "about the same as pre-norm's" in peri
+    deep, peri = training.verdicts(fake((0.9, 0.1, 0.1, 0.9)))
+    assert "did not train here (L = 4) although post-norm did" in deep
+    assert "only Peri-LN trained" in peri and "lower than pre-norm's" in peri
+    deep, _ = training.verdicts(fake((0.1, 0.9, 0.1, 0.9)))
+    assert "neither trained" in deep and "about the same as post-norm's" in deep
+    deep, _ = training.verdicts(fake((0.1, 0.1, 0.1, 0.1)))
+    assert deep.startswith("**Verdict, DeepNorm vs post-norm**: Post-norm trained here too")
 
 
 @pytest.mark.parametrize(

@@ -98,7 +98,7 @@ def finish_panels(fig: Spec, title: str, presenter: bool, height: int) -> go.Fig
     fig.update_layout(
         title={"text": title},
         # the legend at the very bottom, under the x titles (which automargin keeps clear)
-        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
+        legend=style.LEGEND_BELOW,
         hovermode="closest",
     )
     style.apply(fig, presenter, height=height)
