@@ -40,8 +40,9 @@ MAX_STEPS = 500
 DIVERGE_FACTOR = 100.0  # a loss this many times the initial one counts as diverged
 STALL_FRACTION = 0.5  # a run that does not at least halve its loss counts as stalled
 # Width, depth and steps are capped below what the model allows: the largest run
-# (width 64, 16 mixer blocks, 100 steps, five stacks) costs about 7 CPU-seconds on
-# this 2-core VM (`python -m benchmarks.training` prints it), and GATE lets one
+# (width 64, 16 mixer blocks, 100 steps, five stacks) cost 16 s on this 2-core VM
+# while it was shared (3 to 4.6 s a normalized stack, no normalization diverges at
+# once; `python -m benchmarks.training` prints it), and GATE lets one
 # run at a time per process, so a class clicking Train at once queues (with a message)
 # instead of sharing the cores and all waiting the sum.
 TRAIN_WIDTHS: tuple[int, ...] = tuple(w for w in model.WIDTHS if w <= 64)
