@@ -12,6 +12,8 @@ import torch.nn.functional as F
 from signals import assert_within_budget
 
 from normviz import residual as rs
+from normviz.choose.engine import audit
+from normviz.choose.findings import FINAL, PLACEMENT_HELP, POST, PRE, SANDWICH
 from normviz.residual import depth, training, warmup
 
 SMALL = rs.StackConfig(depth=5, width=8, tokens=3, samples=4)
@@ -457,3 +459,41 @@ def test_output_gradient_figure() -> None:
     assert_within_budget(fig)
     with pytest.raises(rs.ResidualConfigError, match="seeds"):
         rs.output_gradients(cfg, seeds=tuple(range(5)))
+
+
+# ---- the audit (/choose) reads the placements off the page's own stacks ----------------
+
+
+class _Traceable(torch.nn.Module):
+    """The stack's forward without its measuring flags, so torch.fx can trace it."""
+
+    def __init__(self, stack: rs.ResidualStack) -> None:
+        super().__init__()
+        self.stack = stack
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x
+        for block in self.stack.blocks:
+            for sub in block:
+                h = sub.rule(sub, h, False)
+        return self.stack.head(self.stack.final_norm(h))
+
+
+@pytest.mark.parametrize(
+    ("placement", "want"),
+    [
+        ("pre", {"norm": PRE, "final_norm": FINAL}),
+        ("post", {"norm": POST}),
+        ("peri", {"norm": PRE, "norm_out": SANDWICH, "final_norm": FINAL}),
+        ("deepnorm", {"norm": POST}),  # a post-norm whose skip operand is α·x
+    ],
+)
+def test_the_audit_names_each_placement(placement: str, want: dict[str, str]) -> None:
+    cfg = rs.StackConfig(depth=3, width=8, tokens=3, samples=4, block="mixer")
+    x, _ = rs.make_task(cfg, 0)
+    report = audit(_Traceable(rs.build_stack(cfg, placement, 0)), x, placement)
+    assert report.traced
+    found = {name.split(".")[-1]: where for name, where in report.placements.items()}
+    assert found == want, report.placements
+    assert set(report.placements.values()) == set(want.values())
+    assert all(where in PLACEMENT_HELP for where in report.placements.values())

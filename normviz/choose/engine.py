@@ -25,6 +25,7 @@ from normviz.choose.findings import (
     NONE,
     POST,
     PRE,
+    SANDWICH,
     SHORTCUT,
     SKIPLESS,
     WEIGHT_LAYERS,
@@ -114,6 +115,25 @@ def _is_add(node: fx.Node) -> bool:
     return node.op == "call_method" and node.target in ("add", "add_")
 
 
+def _unscaled(node: fx.Node) -> fx.Node:
+    """x for a skip operand `α * x` with a constant α (DeepNorm's up-weighted skip), else node."""
+    if node.op == "call_function" and node.target in (operator.mul, torch.mul):
+        args = [a for a in node.args if isinstance(a, fx.Node)]
+        if len(args) == 1 and all(isinstance(a, fx.Node | int | float) for a in node.args):
+            return args[0]
+    return node
+
+
+def _scaled_skip(u: fx.Node, v: fx.Node, memo: dict[fx.Node, frozenset[fx.Node]]) -> bool:
+    """True for α·x + F(x): u is a constant times x, and v computes from x through a layer
+    (so that a sum of two rescaled copies of one tensor is not taken for a residual)."""
+    x = _unscaled(u)
+    if x is u or x not in _ancestors(v, memo):
+        return False
+    own = (_ancestors(v, memo) - _ancestors(x, memo) - {x}) | {v}
+    return any(n.op == "call_module" for n in own)
+
+
 SHORTCUT_NODES = 4  # a projection shortcut: at most this many nodes (1×1 conv, BN, pool)
 
 
@@ -145,9 +165,9 @@ def residual_adds(graph: fx.Graph) -> list[tuple[fx.Node, fx.Node, fx.Node]]:
         u, v = node.args[0], node.args[1]
         if not (isinstance(u, fx.Node) and isinstance(v, fx.Node)):
             continue
-        if u in _ancestors(v, memo):
+        if u in _ancestors(v, memo) or _scaled_skip(u, v, memo):
             out.append((node, u, v))
-        elif v in _ancestors(u, memo):
+        elif v in _ancestors(u, memo) or _scaled_skip(v, u, memo):
             out.append((node, v, u))
         elif (pair := _projection(u, v, memo)) is not None:
             out.append((node, *pair))
@@ -235,6 +255,10 @@ def _placement(
         if any(_is_pre(n, adds, memo, within=fed_by_add) for n in norms):
             return FINAL
         return POST
+    for add, _, branch in adds:
+        # the last step of a branch that opened with a pre-norm: Peri-LN's output norm
+        if norm is branch and any(_is_pre(n, adds, memo, within=add) for n in norms):
+            return SANDWICH
     if any(_in_branch(norm, skip, branch, memo) for _, skip, branch in adds):
         return BRANCH
     if any(_in_branch(norm, branch, skip, memo) for _, skip, branch in adds):
