@@ -25,7 +25,7 @@ from normviz.residual.model import PLACEMENT_LABELS, PLACEMENTS, Setup, StackCon
 from normviz.sections import Progress, Section
 from normviz.text import direction
 
-N_STACKS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six"}.get(len(PLACEMENTS), "")
+N_STACKS = {3: "three", 4: "four", 5: "five", 6: "six"}.get(len(PLACEMENTS), str(len(PLACEMENTS)))
 INTRO = (
     "The stacks learn to imitate a fixed random network (mean squared error, full-batch "
     "Adam, no warm-up), one stack per placement. Try a deeper stack or a larger learning "
@@ -151,7 +151,7 @@ def train_all(
 
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> TrainRun:
-    """The three placements trained with the knobs' stack, learning rate and steps (one
+    """Every placement trained with the knobs' stack, learning rate and steps (one
     run at a time in this process: the others wait in GATE, told so)."""
     with GATE.enter(progress):
         return train_all(
