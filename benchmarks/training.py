@@ -11,9 +11,12 @@ Prints, on this machine, with torch on one thread as in the app:
   of the same session (target: the rerun well under a second);
 - the BatchNorm lab's trained sections that live outside the training lab (Batch
   Renormalization, `/batchnorm?sim=renorm`): cold time, first page run, cached rerun
-  (target: the rerun ≤ 0.1 s).
+  (target: the rerun ≤ 0.1 s);
+- /residual's runs, per placement (Peri-LN and DeepNorm beside pre/post/none): the
+  init sweep and the training run at their defaults and at their knobs' maxima, and
+  the page's rerun from the cache (target ≤ 0.1 s).
 
-    python -m benchmarks.training [--no-app] [--only lr,batch]
+    python -m benchmarks.training [--no-app] [--no-residual] [--only lr,batch]
 """
 
 from __future__ import annotations
@@ -133,10 +136,72 @@ def lab_times(only: set[str], app: bool) -> None:
         )
 
 
+def residual_costs(app: bool) -> None:
+    """Seconds per placement of /residual's init sweep and training run, then the page."""
+    from normviz import residual as rs
+    from normviz.residual import depth, model, training
+
+    setup = rs.Setup()
+    init, train = depth.SECTION.defaults(), training.SECTION.defaults()
+    largest = {
+        "init": {
+            **init,
+            "depth": 64,
+            "n_seeds": 4,
+            "width": max(model.WIDTHS),
+            "block": "mixer",
+        },
+        "training": {
+            **train,
+            "tr_depth": 16,
+            "tr_width": max(training.TRAIN_WIDTHS),
+            "tr_block": "mixer",
+            "tr_steps": 100,
+        },
+    }
+    for name, knobs in (("defaults", (init, train)), ("largest", tuple(largest.values()))):
+        cfg_i = model.stack_config(setup, knobs[0])
+        cfg_t = model.stack_config(setup, knobs[1], "tr_")
+        seeds = tuple(range(int(knobs[0]["n_seeds"])))
+        lr, steps = float(knobs[1]["lr"]), int(knobs[1]["tr_steps"])
+        total = {"init": 0.0, "training": 0.0}
+        for p in rs.PLACEMENTS:
+            t0 = time.perf_counter()
+            rs.init_profile(cfg_i, seeds, placements=(p,))
+            t1 = time.perf_counter()
+            rs.train_stack(cfg_t, p, lr, steps)
+            t2 = time.perf_counter()
+            total["init"] += t1 - t0
+            total["training"] += t2 - t1
+            print(
+                f"residual {name:>8} {rs.PLACEMENT_LABELS[p]:>16}: init sweep {t1 - t0:5.2f} s "
+                f"({len(seeds)} seeds, L = {cfg_i.depth}), training {t2 - t1:5.2f} s "
+                f"(L = {cfg_t.depth}, {steps} steps)"
+            )
+        print(
+            f"residual {name:>8} {'all':>16}: init sweep {total['init']:5.2f} s, "
+            f"training {total['training']:5.2f} s"
+        )
+    if app:
+        from benchmarks.common import app_test
+
+        at = app_test("residual", {})
+        t0 = time.perf_counter()
+        at.run()
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        at.run()
+        again = time.perf_counter() - t0
+        assert not at.exception, [e.value for e in at.exception]
+        flag = "ok" if again <= 0.1 else "MISS"
+        print(f"residual page: first run {first:5.2f} s, rerun {again:5.2f} s [{flag}, ≤ 0.1 s]")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--no-app", action="store_true", help="skip the AppTest page times")
     ap.add_argument("--no-loop", action="store_true", help="skip the batched-vs-loop speedup")
+    ap.add_argument("--no-residual", action="store_true", help="skip /residual's runs")
     ap.add_argument("--only", default="", help="comma list of experiment slugs")
     ap.add_argument("--repeat", type=int, default=2, help="best of this many runs")
     args = ap.parse_args()
@@ -150,6 +215,8 @@ def main() -> None:
     if not args.no_app:
         page_times(only)
     lab_times(only, not args.no_app)
+    if not args.no_residual:
+        residual_costs(not args.no_app)
 
 
 if __name__ == "__main__":

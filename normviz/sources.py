@@ -176,6 +176,15 @@ SOURCES: dict[str, Source] = {
             "2105.07576",
         ),
         Source(
+            "wang2022",
+            "Wang et al.",
+            "Hongyu Wang, Shuming Ma, Li Dong, Shaohan Huang, Dongdong Zhang, Furu Wei",
+            2022,
+            "DeepNet: Scaling Transformers to 1,000 Layers",
+            "arXiv preprint (IEEE TPAMI 2024)",
+            "2203.00555",
+        ),
+        Source(
             "sun2024",
             "Sun et al.",
             "Mingjie Sun, Xinlei Chen, J. Zico Kolter, Zhuang Liu",
@@ -183,6 +192,16 @@ SOURCES: dict[str, Source] = {
             "Massive Activations in Large Language Models",
             "COLM 2024",
             "2402.17762",
+        ),
+        Source(
+            "kim2025",
+            "Kim et al.",
+            "Jeonghoon Kim, Byeongchan Lee, Cheonbok Park, Yeontaek Oh, Beomjun Kim, "
+            "Taehwan Yoo, Seongjin Shin, Dongyoon Han, Jinwoo Shin, Kang Min Yoo",
+            2025,
+            "Peri-LN: Revisiting Normalization Layer in the Transformer Architecture",
+            "ICML 2025",
+            "2502.02732",
         ),
         Source(
             "zhu2025",

@@ -36,11 +36,16 @@ def test_default_view() -> None:
     at = run_app("residual")
     assert_clean(at)
     latex = "\n".join(e.value for e in at.latex)
-    assert rs.PRE_FORMULA in latex and rs.POST_FORMULA in latex
+    for formula in (rs.PRE_FORMULA, rs.POST_FORMULA, rs.PERI_FORMULA, rs.DEEPNORM_FORMULA):
+        assert formula in latex
     page = texts(at)
     assert "Pre-norm: the stream's RMS grows" in page
-    assert "Post-norm: the stream is renormalized" in page
+    assert "Post-norm: the stream's RMS stays at 1" in page
+    assert "Peri-LN: the stream's RMS grows" in page
+    assert "DeepNorm: the stream's RMS stays at 1" in page
     assert "No normalization:" in page
+    assert "**Verdict** on the stream's scale after 24 blocks" in page
+    assert "Kim et al. 2025" in page and "Wang et al. 2022" in page
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert len(specs) == 2  # init and warm-up; training waits for the button
     names = {t.get("name") for t in specs[0]["data"]}
@@ -87,6 +92,9 @@ def test_a_link_reproduces_both_sections() -> None:
     assert_clean(at)
     assert not at.warning
     assert _titles(at)[0].startswith("6 blocks, width 16, RMSNorm: median of 1 seed(s)")
+    # a link made before Peri-LN and DeepNorm joined opens the same settings, now with them
+    names = {t.get("name") for t in json.loads(at.get("plotly_chart")[0].proto.spec)["data"]}
+    assert set(rs.PLACEMENT_LABELS.values()) <= names
     assert _titles(at)[1].startswith("At initialization, width 16, RMSNorm: median of 1 seed(s)")
     assert at.slider(key=keys.key("residual", "tr_depth")).value == 6
     assert at.select_slider(key=keys.key("residual", "lr")).value == 0.1
@@ -113,9 +121,18 @@ def test_training_runs_on_request_and_keeps_its_result() -> None:
         "0.1",
         "16",
     ]
-    outcomes = [m.value for m in at.markdown if m.value.startswith("- **")]
+    outcomes = [
+        m.value
+        for m in at.markdown
+        if m.value.startswith("- **") and not m.value.startswith("- **Verdict")
+    ]
     assert [o.split("**")[1] for o in outcomes] == list(rs.PLACEMENT_LABELS.values())
     assert any("diverged at step" in o for o in outcomes), outcomes
+    page = texts(at)
+    assert "**Verdict, DeepNorm vs post-norm**" in page
+    assert "**Verdict, Peri-LN vs pre-norm**" in page
+    names = {t.get("name") for t in json.loads(at.get("plotly_chart")[-1].proto.spec)["data"]}
+    assert set(rs.PLACEMENT_LABELS.values()) <= names
     titles = _titles(at)
     assert any("learning rate 0.1" in t and "6 blocks" in t for t in titles), titles
     # a changed setting keeps showing the last run until Train is pressed again
@@ -174,7 +191,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(bad: dict[str, str]) -> No
 
 @pytest.mark.browser
 def test_residual_in_browser(page, server) -> None:
-    # the first visit measures 9 untrained stacks: allow for a busy two-core machine
+    # the first visit measures 15 untrained stacks: allow for a busy two-core machine
     page.goto(f"{server}/residual")
     wait_done(page, timeout=300_000)
     assert_no_exception(page)
@@ -185,7 +202,7 @@ def test_residual_in_browser(page, server) -> None:
     steps.focus()
     steps.press("Home")
     page.wait_for_timeout(300)
-    page.get_by_role("button", name="Train the three stacks").click()
+    page.get_by_role("button", name="Train the five stacks").click()
     page.get_by_text("in 10 steps").first.wait_for(timeout=300_000)
     wait_done(page, timeout=300_000)
     assert_no_exception(page)

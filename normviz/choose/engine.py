@@ -9,7 +9,6 @@ it (`findings.measure_modes`), and weight decay is read off real AdamW optimizer
 
 from __future__ import annotations
 
-import operator
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +24,7 @@ from normviz.choose.findings import (
     NONE,
     POST,
     PRE,
+    SANDWICH,
     SHORTCUT,
     SKIPLESS,
     WEIGHT_LAYERS,
@@ -40,6 +40,7 @@ from normviz.choose.findings import (
     param_groups,
     statistics_of,
 )
+from normviz.choose.residual_adds import _ancestors, residual_adds
 from normviz.core import NormConfigError, contract
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS
@@ -83,75 +84,6 @@ def trace(model: nn.Module) -> fx.Graph:
     threads running torch modules; raises what fx raises on an untraceable model."""
     with _TRACE_LOCK:
         return _OwnThreadTracer().trace(model)
-
-
-_ADD_TARGETS = (operator.add, operator.iadd, torch.add)
-
-
-def _ancestors(node: fx.Node, memo: dict[fx.Node, frozenset[fx.Node]]) -> frozenset[fx.Node]:
-    """Every node `node` depends on (not itself); iterative, graphs can be deep."""
-    if node in memo:
-        return memo[node]
-    stack = [node]
-    while stack:
-        n = stack[-1]
-        pending = [a for a in n.all_input_nodes if a not in memo]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        acc: set[fx.Node] = set()
-        for a in n.all_input_nodes:
-            acc.add(a)
-            acc |= memo[a]
-        memo[n] = frozenset(acc)
-    return memo[node]
-
-
-def _is_add(node: fx.Node) -> bool:
-    if node.op == "call_function" and node.target in _ADD_TARGETS:
-        return True
-    return node.op == "call_method" and node.target in ("add", "add_")
-
-
-SHORTCUT_NODES = 4  # a projection shortcut: at most this many nodes (1×1 conv, BN, pool)
-
-
-def _projection(
-    u: fx.Node, v: fx.Node, memo: dict[fx.Node, frozenset[fx.Node]]
-) -> tuple[fx.Node, fx.Node] | None:
-    """(skip, branch) when u + v is a block with a projection shortcut (ResNet's
-    downsample): both come from a shared input, and one of them by a short path
-    through at least one module."""
-    shared = _ancestors(u, memo) & _ancestors(v, memo)
-    if not any(n.op != "get_attr" for n in shared):
-        return None
-    own = {w: (_ancestors(w, memo) - shared) | {w} for w in (u, v)}
-    skip, branch = sorted((u, v), key=lambda w: len(own[w]))
-    short = len(own[skip]) <= SHORTCUT_NODES < len(own[branch])
-    if short and any(n.op == "call_module" for n in own[skip]):
-        return skip, branch
-    return None
-
-
-def residual_adds(graph: fx.Graph) -> list[tuple[fx.Node, fx.Node, fx.Node]]:
-    """(add, skip, branch) for every add whose one operand is computed from the other,
-    or from the same input by a projection shortcut."""
-    memo: dict[fx.Node, frozenset[fx.Node]] = {}
-    out = []
-    for node in graph.nodes:
-        if not _is_add(node) or len(node.args) < 2:
-            continue
-        u, v = node.args[0], node.args[1]
-        if not (isinstance(u, fx.Node) and isinstance(v, fx.Node)):
-            continue
-        if u in _ancestors(v, memo):
-            out.append((node, u, v))
-        elif v in _ancestors(u, memo):
-            out.append((node, v, u))
-        elif (pair := _projection(u, v, memo)) is not None:
-            out.append((node, *pair))
-    return out
 
 
 def _is_pre(
@@ -235,6 +167,10 @@ def _placement(
         if any(_is_pre(n, adds, memo, within=fed_by_add) for n in norms):
             return FINAL
         return POST
+    for add, _, branch in adds:
+        # the last step of a branch that opened with a pre-norm: Peri-LN's output norm
+        if norm is branch and any(_is_pre(n, adds, memo, within=add) for n in norms):
+            return SANDWICH
     if any(_in_branch(norm, skip, branch, memo) for _, skip, branch in adds):
         return BRANCH
     if any(_in_branch(norm, branch, skip, memo) for _, skip, branch in adds):

@@ -46,10 +46,13 @@ PRE, POST, BRANCH, SHORTCUT, FINAL, SKIPLESS, BETWEEN, NONE = (
     "before or between the residual blocks",
     "no residual connection",
 )
+SANDWICH = "Peri-LN output norm (sandwich)"
 PLACEMENT_HELP: dict[str, str] = {
     PRE: "normalizes the input of a residual branch; the skip path bypasses it",
     POST: "normalizes the sum x + F(x); every path goes through it",
     BRANCH: "sits inside F, after a convolution or linear layer; the skip path bypasses it",
+    SANDWICH: "normalizes the branch's output just before it is added, in a branch that "
+    "also opens with a pre-norm: x + Norm_out(F(Norm_in(x))), as in Gemma 2 and 3",
     SHORTCUT: "normalizes the projected input (e.g. a strided 1×1 convolution) that the block "
     "adds to its branch where the shapes differ",
     FINAL: "no residual add follows it: a final norm after the last block (GPT-2's ln_f) "

@@ -1,7 +1,8 @@
 """Pre-norm vs post-norm (/residual): deep residual stacks at initialization and in training.
 
 A stack of L residual blocks, each `x + F(Norm(x))` (pre-norm), `Norm(x + F(x))`
-(post-norm) or `x + F(x)` (no normalization). The page's sections, in order:
+(post-norm), `x + Norm(F(Norm(x)))` (Peri-LN), `Norm(α·x + F(x))` (DeepNorm) or
+`x + F(x)` (no normalization). The page's sections, in order:
 
 - `placement`: the two update rules side by side (module `placement`);
 - `init`: at initialization, over a few seeds, the activation scale after every
@@ -30,8 +31,10 @@ from normviz.residual.model import (
     NORMS,
     OUT_DIM,
     PLACEMENT_LABELS,
+    PLACEMENT_TABLE,
     PLACEMENTS,
     FeatureMLP,
+    Placement,
     ResidualConfigError,
     ResidualStack,
     Setup,
@@ -40,10 +43,12 @@ from normviz.residual.model import (
     TokenMLP,
     build_stack,
     choice_label,
+    deepnorm_alpha,
+    deepnorm_beta,
     make_task,
     task_loss,
 )
-from normviz.residual.placement import POST_FORMULA, PRE_FORMULA
+from normviz.residual.placement import DEEPNORM_FORMULA, PERI_FORMULA, POST_FORMULA, PRE_FORMULA
 from normviz.residual.training import (
     DIVERGE_FACTOR,
     MAX_STEPS,
@@ -72,6 +77,7 @@ def example_setup() -> Setup:
 
 __all__ = [
     "BLOCKS",
+    "DEEPNORM_FORMULA",
     "DIVERGE_FACTOR",
     "KNOBS",
     "MAX_DEPTH",
@@ -80,8 +86,10 @@ __all__ = [
     "MAX_WIDTH",
     "NORMS",
     "OUT_DIM",
+    "PERI_FORMULA",
     "PLACEMENTS",
     "PLACEMENT_LABELS",
+    "PLACEMENT_TABLE",
     "POST_FORMULA",
     "PRE_FORMULA",
     "SECTIONS",
@@ -89,6 +97,7 @@ __all__ = [
     "FeatureMLP",
     "InitProfile",
     "OutputGradients",
+    "Placement",
     "ResidualConfigError",
     "ResidualStack",
     "Setup",
@@ -99,6 +108,8 @@ __all__ = [
     "block_gradients",
     "build_stack",
     "choice_label",
+    "deepnorm_alpha",
+    "deepnorm_beta",
     "example_setup",
     "init_profile",
     "make_task",

@@ -11,13 +11,21 @@ from normviz import style
 from normviz.figures.spec import Spec, trace
 from normviz.residual.model import PLACEMENT_LABELS
 
-# Colour and dash both differ, so the three placements stay apart in grey-scale too.
+# Colour and dash both differ, so the placements stay apart in grey-scale too.
 PLACEMENT_COLOURS: dict[str, str] = {
     "pre": style.PALETTE[0],
     "post": style.PALETTE[5],
+    "peri": style.PALETTE[2],
+    "deepnorm": style.PALETTE[3],
     "none": style.BEFORE,
 }
-PLACEMENT_DASH: dict[str, str] = {"pre": "solid", "post": "dash", "none": "dot"}
+PLACEMENT_DASH: dict[str, str] = {
+    "pre": "solid",
+    "post": "dash",
+    "peri": "longdash",
+    "deepnorm": "dashdot",
+    "none": "dot",
+}
 
 
 def rounded(a: np.ndarray | Sequence[float], digits: int = 4) -> list[float | None]:
@@ -90,7 +98,7 @@ def finish_panels(fig: Spec, title: str, presenter: bool, height: int) -> go.Fig
     fig.update_layout(
         title={"text": title},
         # the legend at the very bottom, under the x titles (which automargin keeps clear)
-        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
+        legend=style.LEGEND_BELOW,
         hovermode="closest",
     )
     style.apply(fig, presenter, height=height)

@@ -1,4 +1,4 @@
-"""At initialization: activation scale and gradients against depth, for the three placements.
+"""At initialization: activation scale and gradients against depth, for every placement.
 
 Before any training, one batch goes through a stack of L blocks and back, for each
 placement and a few seeds. We record the RMS of the residual stream after every
@@ -8,6 +8,7 @@ network and once through the identity (skip) paths alone.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -21,17 +22,21 @@ from normviz.knobs import Knob, Value
 from normviz.residual.curves import finish_panels, median_traces
 from normviz.residual.model import (
     PLACEMENT_LABELS,
+    PLACEMENT_TABLE,
     PLACEMENTS,
     ResidualConfigError,
     Setup,
     StackConfig,
     build_stack,
+    deepnorm_alpha,
+    deepnorm_beta,
     make_task,
     stack_config,
     stack_knobs,
     task_loss,
 )
 from normviz.sections import Progress, Section
+from normviz.text import direction
 
 LABEL = "At initialization: scale and gradients, block by block"
 INTRO = (
@@ -45,8 +50,12 @@ INTRO = (
 )
 INIT_NOTE = (
     "Branch weights use He initialization so that each F roughly keeps the scale of its "
-    "input; the same seed gives the three placements the same weights and data. "
-    "Post-norm has no final norm, pre-norm has one, no normalization has none."
+    "input; the same seed gives every placement the same weights (DeepNorm's scaled by β) "
+    "and data. A final norm before the readout: "
+    + ", ".join(
+        f"{spec.label} {'yes' if spec.final_norm else 'no'}" for spec in PLACEMENT_TABLE.values()
+    )
+    + "."
 )
 MAX_SEEDS = 8
 # Depth and seeds are capped below what the model allows: they keep the worst first
@@ -96,45 +105,153 @@ class InitProfile:
         bad = np.flatnonzero(~np.isfinite(arr).all(axis=0))
         return int(bad[0]) if bad.size else None
 
+    def growth(self, placement: str) -> np.ndarray:
+        """Per seed: the stream's RMS after the last block / after the first (1 at L = 1)."""
+        arr = self.act_rms[self.placements.index(placement)]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return arr[:, -1] / arr[:, 1]
+
+    def spread(self, placement: str) -> np.ndarray:
+        """Per seed: the gradient at the input (block 0) / the one after the last block."""
+        arr = self.grad_norm[self.placements.index(placement)]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return arr[:, 0] / arr[:, -1]
+
+    def exponent(self, placement: str) -> float:
+        """Median over seeds of k in RMS ∝ l^k, fitted over blocks 1..L (NaN if L < 3)."""
+        arr = self.act_rms[self.placements.index(placement)][:, 1:]
+        if arr.shape[1] < 3 or not np.isfinite(arr).all() or (arr <= 0).any():
+            return math.nan
+        logl = np.log(np.arange(1, arr.shape[1] + 1))
+        return float(np.median([np.polyfit(logl, np.log(row), 1)[0] for row in arr]))
+
+    def verdict(self, placement: str) -> Verdict:
+        """Bounded or growing stream, even or uneven gradient: per seed, then agreed or not."""
+        over = self.overflow_block(placement)
+        scale = ["grows" if not g <= BOUNDED else "bounded" for g in self.growth(placement)]
+        grad = [_spread_word(r) for r in self.spread(placement)]
+        return Verdict(placement, self.seeds, tuple(scale), tuple(grad), over)
+
     def notes(self) -> tuple[str, ...]:
-        """What the three panels show, one sentence per placement, with this run's numbers."""
-        out = []
-        L = self.depth
-        for p in self.placements:
-            i = self.placements.index(p)
-            act = float(np.median(self.act_rms[i][:, -1]))
-            skip = self.ratio(p, "skip_grad_norm")
-            full = self.ratio(p, "grad_norm")
-            name = PLACEMENT_LABELS[p].capitalize()
-            if p == "pre":
-                out.append(
-                    f"{name}: the stream's RMS grows to {act:.3g} after {L} blocks, since every "
-                    f"block adds to it; the skip paths alone deliver the output's gradient to "
-                    f"block 0 unchanged (ratio {skip:.3g}), and the full gradient there is "
-                    f"{full:.3g}× the one at the top."
-                )
-            elif p == "post":
-                out.append(
-                    f"{name}: the stream is renormalized to RMS 1 after every block, and each "
-                    f"norm also rescales the gradient passing back through it: along the skip "
-                    f"paths alone only {skip:.2g} of the output's gradient reaches block 0. "
-                    "Block 0's own parameters still get a gradient: it travels down the skip "
-                    "connections (through their norms) and through every later block's branch, "
-                    f"and in full it is {full:.3g}× the one at the top."
-                )
-            else:
-                over = self.overflow_block(p)
-                grow = (
-                    f"overflows float32 at block {over}"
-                    if over is not None
-                    else f"grows to {act:.3g} after {L} blocks"
-                )
-                out.append(
-                    f"{name}: the skip paths pass gradients straight through, but nothing "
-                    f"controls the scale: the activation RMS {grow}, and the gradient at block 0 "
-                    f"is {full:.3g}× the one at the top."
-                )
+        """One sentence per placement with this run's numbers and how far the seeds agree,
+        then which placements keep the stream bounded."""
+        out = [self._note(p) for p in self.placements]
+        verdicts = [self.verdict(p) for p in self.placements]
+        groups = {
+            "bounded in every seed": [v for v in verdicts if v.scale_word == "bounded"],
+            "growing in every seed": [v for v in verdicts if v.scale_word == "grows"],
+            "mixed across seeds": [v for v in verdicts if v.scale_word is None],
+        }
+        parts = [
+            f"{name}: {', '.join(PLACEMENT_LABELS[v.placement] for v in vs)}"
+            for name, vs in groups.items()
+            if vs
+        ]
+        n = len(self.seeds)
+        out.append(
+            f"**Verdict** on the stream's scale after {self.depth} blocks ({n} seed(s); "
+            f"bounded = at most {BOUNDED:g}× its RMS after block 1): " + "; ".join(parts) + "."
+        )
         return tuple(out)
+
+    def _note(self, p: str) -> str:
+        i = self.placements.index(p)
+        L, n = self.depth, len(self.seeds)
+        v = self.verdict(p)
+        act = float(np.median(self.act_rms[i][:, -1]))
+        growth = float(np.median(self.growth(p)))
+        spread = float(np.median(self.spread(p)))
+        name = PLACEMENT_LABELS[p]
+        name = name[0].upper() + name[1:]
+        if v.overflow is not None:
+            scale = f"the stream's RMS overflows float32 at block {v.overflow}"
+        else:
+            k = self.exponent(p) if PLACEMENT_TABLE[p].norm else math.nan  # none: exponential
+            power = f", about ∝ l^{k:.2f}" if math.isfinite(k) and v.scale_word == "grows" else ""
+            verb = "grows to" if v.scale_word == "grows" else "stays at"
+            scale = (
+                f"the stream's RMS {verb} {act:.3g} after {L} blocks "
+                f"(×{growth:.3g} from block 1{power})"
+            )
+        tag = {
+            "even": f" (within {SPREAD:g}× either way)",
+            "larger": f" (more than {SPREAD:g}×)",
+            "smaller": f" (less than 1/{SPREAD:g})",
+        }.get(v.grad_word or "", "")
+        grad = f"the gradient at block 0 is {spread:.3g}× the one at the top{tag}"
+        agree = (
+            f"in each of the {n} seeds" if v.agreed else f"mixed across the {n} seeds: {v.tally}"
+        )
+        why = _why(self, p)
+        return f"{name}: {scale}, and {grad}, {agree}. {why}".rstrip()
+
+
+BOUNDED = 1.5  # a stream at most this many times its RMS after block 1 counts as bounded
+SPREAD = 2.0  # a gradient ratio within this factor either way counts as "about even"
+
+
+def _spread_word(r: float) -> str:
+    return {-1: "smaller", 0: "even", 1: "larger"}[direction(float(r), SPREAD)]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One placement's words, one per seed: "bounded"/"grows", "even"/"larger"/"smaller"."""
+
+    placement: str
+    seeds: tuple[int, ...]
+    scale: tuple[str, ...]
+    grad: tuple[str, ...]
+    overflow: int | None  # first block where some seed overflowed float32
+
+    @property
+    def scale_word(self) -> str | None:
+        return self.scale[0] if len(set(self.scale)) == 1 else None
+
+    @property
+    def grad_word(self) -> str | None:
+        return self.grad[0] if len(set(self.grad)) == 1 else None
+
+    @property
+    def agreed(self) -> bool:
+        return self.scale_word is not None and self.grad_word is not None
+
+    @property
+    def tally(self) -> str:
+        pairs = zip(self.seeds, self.scale, self.grad, strict=True)
+        return "; ".join(f"seed {j}: {s} stream, {g} gradient" for j, s, g in pairs)
+
+
+def _why(prof: InitProfile, p: str) -> str:
+    """Why the placement does that, with the numbers that show it."""
+    spec = PLACEMENT_TABLE[p]
+    skip = prof.ratio(p, "skip_grad_norm")
+    if spec.deepnorm:
+        a, b = deepnorm_alpha(prof.depth), deepnorm_beta(prof.depth)
+        return (
+            f"The skip path carries α·x with α = {a:.3g} and the branches start β = {b:.3g} "
+            "times smaller, so each sum is mostly the skip path and the norm after it "
+            f"rescales the gradient less: along the skip paths alone {skip:.2g} of the "
+            "output's gradient reaches block 0."
+        )
+    if spec.norm_out:
+        return (
+            "Every branch's output is normalized before it is added, so each block adds a "
+            "correction of RMS about 1 and the skip path stays a plain sum: the skip paths "
+            f"alone deliver the output's gradient to block 0 (ratio {skip:.3g})."
+        )
+    if not spec.norm:
+        return "Nothing controls the scale; the skip paths pass gradients straight through."
+    if spec.final_norm:
+        return (
+            "Every block adds to the stream and nothing renormalizes it until the final norm; "
+            f"the skip paths alone deliver the output's gradient to block 0 (ratio {skip:.3g})."
+        )
+    return (
+        "Every block renormalizes the stream, and each norm also rescales the gradient "
+        f"passing back through it: along the skip paths alone only {skip:.2g} of the output's "
+        "gradient reaches block 0 (the rest of it travels through the later blocks' branches)."
+    )
 
 
 def stack_statistics(

@@ -1,14 +1,14 @@
 """The residual stack the page measures and trains, and the task it learns.
 
-A stack of L residual blocks, each `x + F(Norm(x))` (pre-norm), `Norm(x + F(x))`
-(post-norm) or `x + F(x)` (no normalization), built from torch's own layers, and a
-fixed random teacher network whose outputs are the regression targets.
+A stack of L residual blocks, each one of the update rules in PLACEMENT_TABLE
+(pre-norm, post-norm, Peri-LN, DeepNorm, no normalization), built from torch's own
+layers, and a fixed random teacher network whose outputs are the regression targets.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,12 +20,6 @@ from normviz.errors import NormConfigError
 from normviz.knobs import Knob, Value
 from normviz.methods import METHODS, listed
 
-PLACEMENTS: tuple[str, ...] = ("pre", "post", "none")
-PLACEMENT_LABELS: dict[str, str] = {
-    "pre": "pre-norm",
-    "post": "post-norm",
-    "none": "no normalization",
-}
 NORMS: tuple[str, ...] = listed("residual")  # METHODS keys that sit in a residual stream
 BLOCKS: dict[str, str] = {
     "mlp": "MLP block: Linear → ReLU → Linear",
@@ -113,27 +107,93 @@ def _he_init(fc1: nn.Linear, fc2: nn.Linear) -> None:
     nn.init.zeros_(fc2.bias)
 
 
+def deepnorm_alpha(n_layers: int) -> float:
+    """DeepNorm's up-weighting of the skip path, α = (2N)^(1/4), for an N-layer encoder-only
+    stack (Wang et al. 2022)."""
+    return (2 * n_layers) ** 0.25
+
+
+def deepnorm_beta(n_layers: int) -> float:
+    """DeepNorm's gain on the branches' initial weights, β = (8N)^(−1/4), N-layer encoder-only."""
+    return (8 * n_layers) ** -0.25
+
+
+def _kept(f: torch.Tensor, skip_only: bool) -> torch.Tensor:
+    # skip_only: the branch's output counts as a constant, so gradients take the skip path
+    return f.detach() if skip_only else f
+
+
+def _pre(sub: Sublayer, x: torch.Tensor, skip_only: bool) -> torch.Tensor:
+    return x + _kept(sub.branch(sub.norm(x)), skip_only)  # x + F(Norm(x))
+
+
+def _post(sub: Sublayer, x: torch.Tensor, skip_only: bool) -> torch.Tensor:
+    return sub.norm(x + _kept(sub.branch(x), skip_only))  # Norm(x + F(x))
+
+
+def _peri(sub: Sublayer, x: torch.Tensor, skip_only: bool) -> torch.Tensor:
+    return x + _kept(sub.norm_out(sub.branch(sub.norm(x))), skip_only)  # x + Norm(F(Norm(x)))
+
+
+def _deepnorm(sub: Sublayer, x: torch.Tensor, skip_only: bool) -> torch.Tensor:
+    return sub.norm(sub.alpha * x + _kept(sub.branch(x), skip_only))  # Norm(αx + F(x))
+
+
+def _plain(sub: Sublayer, x: torch.Tensor, skip_only: bool) -> torch.Tensor:
+    return x + _kept(sub.branch(x), skip_only)  # x + F(x)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One place for the norm: its name, its block's update rule and the norms it needs."""
+
+    label: str
+    rule: Callable[[Sublayer, torch.Tensor, bool], torch.Tensor]
+    norm: bool = True  # a norm in every sublayer (`Sublayer.norm`)
+    norm_out: bool = False  # a second one on the branch's output (`Sublayer.norm_out`)
+    final_norm: bool = False  # one more before the readout: the stream is left unnormalized
+    deepnorm: bool = False  # α on the skip path, β on the branches' initial weights
+
+
+PLACEMENT_TABLE: dict[str, Placement] = {
+    "pre": Placement("pre-norm", _pre, final_norm=True),
+    "post": Placement("post-norm", _post),
+    "peri": Placement("Peri-LN", _peri, norm_out=True, final_norm=True),
+    "deepnorm": Placement("DeepNorm", _deepnorm, deepnorm=True),
+    "none": Placement("no normalization", _plain, norm=False),
+}
+PLACEMENTS: tuple[str, ...] = tuple(PLACEMENT_TABLE)
+PLACEMENT_LABELS: dict[str, str] = {k: p.label for k, p in PLACEMENT_TABLE.items()}
+
+
 class Sublayer(nn.Module):
     """One residual connection around `branch`, with the norm placed as asked."""
 
-    def __init__(self, branch: nn.Module, norm: str, d: int, placement: str) -> None:
+    def __init__(
+        self, branch: nn.Module, norm: str, d: int, placement: str, n_layers: int = 1
+    ) -> None:
         super().__init__()
+        spec = PLACEMENT_TABLE[placement]
         self.branch = branch
         self.placement = placement
-        self.norm = _norm_module(norm, d) if placement != "none" else nn.Identity()
+        self.rule = spec.rule
+        self.norm = _norm_module(norm, d) if spec.norm else nn.Identity()
+        if spec.norm_out:
+            self.norm_out = _norm_module(norm, d)
+        self.alpha = deepnorm_alpha(n_layers) if spec.deepnorm else 1.0
+        if spec.deepnorm:  # β scales both linear layers' initial weights (biases start at 0)
+            with torch.no_grad():
+                for fc in (branch.fc1, branch.fc2):
+                    fc.weight.mul_(deepnorm_beta(n_layers))
 
     def forward(self, x: torch.Tensor, skip_only: bool = False) -> torch.Tensor:
         """skip_only: the branch output counts as a constant, so gradients take the skip path."""
-        if self.placement == "pre":
-            f = self.branch(self.norm(x))
-            return x + (f.detach() if skip_only else f)
-        f = self.branch(x)
-        out = x + (f.detach() if skip_only else f)
-        return self.norm(out) if self.placement == "post" else out
+        return self.rule(self, x, skip_only)
 
 
 class ResidualStack(nn.Module):
-    """L residual blocks, a final norm for pre-norm (as GPT-2 has), and a linear readout."""
+    """L residual blocks, a final norm where the stream is left unnormalized (pre-norm and
+    Peri-LN, as GPT-2 and Gemma have), and a linear readout."""
 
     def __init__(self, cfg: StackConfig, placement: str) -> None:
         super().__init__()
@@ -141,16 +201,16 @@ class ResidualStack(nn.Module):
             raise ResidualConfigError(
                 f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}"
             )
-        d = cfg.width
+        d, n = cfg.width, cfg.depth  # DeepNorm's N: the stack's L blocks
         self.placement = placement
         self.blocks = nn.ModuleList()
         for _ in range(cfg.depth):
-            subs = [Sublayer(FeatureMLP(d), cfg.norm, d, placement)]
+            subs = [Sublayer(FeatureMLP(d), cfg.norm, d, placement, n)]
             if cfg.block == "mixer":
-                subs.insert(0, Sublayer(TokenMLP(cfg.tokens), cfg.norm, d, placement))
+                subs.insert(0, Sublayer(TokenMLP(cfg.tokens), cfg.norm, d, placement, n))
             self.blocks.append(nn.ModuleList(subs))
-        # pre-norm leaves the stream unnormalized, so real models normalize once at the end
-        self.final_norm = _norm_module(cfg.norm, d) if placement == "pre" else nn.Identity()
+        final = PLACEMENT_TABLE[placement].final_norm
+        self.final_norm = _norm_module(cfg.norm, d) if final else nn.Identity()
         self.head = nn.Linear(d, OUT_DIM)
 
     def forward(
@@ -172,7 +232,8 @@ class ResidualStack(nn.Module):
 
 
 def build_stack(cfg: StackConfig, placement: str, seed: int) -> ResidualStack:
-    """The stack for one placement; the same seed gives the same branch weights to all three."""
+    """The stack for one placement; the same seed draws the same branch weights for all of
+    them (DeepNorm then scales its copy by β)."""
     cfg.check()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -1,4 +1,4 @@
-"""Where the norm sits: the two placements written out, and why the choice matters."""
+"""Where the norm sits: the placements written out, and why the choice matters."""
 
 from __future__ import annotations
 
@@ -7,17 +7,24 @@ from dataclasses import dataclass
 
 from normviz import sources
 from normviz.knobs import Value
-from normviz.residual.model import PLACEMENT_LABELS, Setup
+from normviz.residual.model import PLACEMENT_LABELS, Setup, deepnorm_alpha, deepnorm_beta
 from normviz.sections import Progress, Section
 
 INTRO = (
     "A residual block adds a learned correction F to its input: the **skip path** "
     "carries x unchanged, the **branch** computes F(x). The norm can go at the start of "
-    "the branch (**pre-norm**, GPT-2 and most large models) or after the sum "
-    "(**post-norm**, the original transformer)."
+    "the branch (**pre-norm**, GPT-2 and most large models), after the sum "
+    "(**post-norm**, the original transformer), around the branch on both sides "
+    f"(**Peri-LN**, the sandwich of Gemma 2 and 3, analysed by {sources.cite('kim2025')}), "
+    "or after a sum whose skip path is up-weighted (**DeepNorm**, "
+    f"{sources.cite('wang2022')})."
 )
 PRE_FORMULA = r"x_{l+1} = x_l + F_l\big(\mathrm{Norm}(x_l)\big)"
 POST_FORMULA = r"x_{l+1} = \mathrm{Norm}\big(x_l + F_l(x_l)\big)"
+PERI_FORMULA = (
+    r"x_{l+1} = x_l + \mathrm{Norm}_{\mathrm{out}}\big(F_l(\mathrm{Norm}_{\mathrm{in}}(x_l))\big)"
+)
+DEEPNORM_FORMULA = r"x_{l+1} = \mathrm{Norm}\big(\alpha\,x_l + F_l(x_l)\big)"
 WHY_TITLE = "Why does the placement matter?"
 WHY = (
     "Two questions are easy to mix up here.\n\n"
@@ -60,6 +67,21 @@ CARDS: tuple[Card, ...] = (
         POST_FORMULA,
         "Every block renormalizes the stream, so activations stay bounded, but every "
         "path back to the input, the skip path included, passes through L norms.",
+    ),
+    Card(
+        PLACEMENT_LABELS["peri"],
+        PERI_FORMULA,
+        "Pre-norm plus a second norm on the branch's output: the skip path stays a plain "
+        "sum, and every block adds a correction of a size the norm sets. The stream is "
+        "still unnormalized, so a final norm comes before the output.",
+    ),
+    Card(
+        PLACEMENT_LABELS["deepnorm"],
+        DEEPNORM_FORMULA,
+        "Post-norm with the skip path multiplied by α = (2N)^(1/4) and the branches' "
+        "initial weights by β = (8N)^(−1/4), the paper's constants for an N-layer "
+        "encoder-only stack (here N = L blocks; β scales both linear layers of every "
+        f"branch). At L = 24: α = {deepnorm_alpha(24):.2f}, β = {deepnorm_beta(24):.2f}.",
     ),
 )
 

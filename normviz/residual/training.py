@@ -1,4 +1,4 @@
-"""A short training run: full-batch Adam on the three placements, from the same start.
+"""A short training run: full-batch Adam on every placement, from the same start.
 
 The stacks learn to imitate a fixed random network; a run whose loss turns
 non-finite or grows a hundredfold is stopped and counted as diverged, one that
@@ -23,21 +23,26 @@ from normviz.residual import model
 from normviz.residual.curves import PLACEMENT_COLOURS, hover, line, rounded
 from normviz.residual.model import PLACEMENT_LABELS, PLACEMENTS, Setup, StackConfig
 from normviz.sections import Progress, Section
+from normviz.text import direction
 
+N_STACKS = {3: "three", 4: "four", 5: "five", 6: "six"}.get(len(PLACEMENTS), str(len(PLACEMENTS)))
 INTRO = (
     "The stacks learn to imitate a fixed random network (mean squared error, full-batch "
-    "Adam, no warm-up). Try a deeper stack or a larger learning rate: post-norm tends to "
-    "stall, no normalization blows up, pre-norm keeps learning."
+    "Adam, no warm-up), one stack per placement. Try a deeper stack or a larger learning "
+    "rate and read which ones still learn: the verdict under the chart is computed from "
+    "the run."
 )
-BUTTON = "Train the three stacks"
-WAITING = "Press **Train** to run the three stacks."
+BUTTON = f"Train the {N_STACKS} stacks"
+WAITING = f"Press **Train** to run the {N_STACKS} stacks."
+CLOSE = 1.25  # final losses within this factor of each other count as "about the same"
 STALE = "Showing the last run; press **Train** again for the settings above."
 MAX_STEPS = 500
 DIVERGE_FACTOR = 100.0  # a loss this many times the initial one counts as diverged
 STALL_FRACTION = 0.5  # a run that does not at least halve its loss counts as stalled
 # Width, depth and steps are capped below what the model allows: the largest run
-# (width 64, 16 mixer blocks, 100 steps, three stacks) costs about 4 CPU-seconds on
-# this 2-core VM (it was 25 at width 128, 32 blocks and 200 steps), and GATE lets one
+# (width 64, 16 mixer blocks, 100 steps, five stacks) cost 16 s on this 2-core VM
+# while it was shared (3 to 4.6 s a normalized stack, no normalization diverges at
+# once; `python -m benchmarks.training` prints it), and GATE lets one
 # run at a time per process, so a class clicking Train at once queues (with a message)
 # instead of sharing the cores and all waiting the sum.
 TRAIN_WIDTHS: tuple[int, ...] = tuple(w for w in model.WIDTHS if w <= 64)
@@ -69,6 +74,11 @@ class TrainRun:
 
     def diverged(self, placement: str) -> bool:
         return self.diverged_at[self.placements.index(placement)] is not None
+
+    def trained(self, placement: str) -> bool:
+        """Did not diverge and at least halved its loss."""
+        start = float(self.losses[self.placements.index(placement), 0])
+        return not self.diverged(placement) and self.final(placement) < STALL_FRACTION * start
 
     def outcome(self, placement: str) -> str:
         """One phrase: diverged, stalled (less than halved) or trained, with the numbers."""
@@ -141,14 +151,14 @@ def train_all(
 
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> TrainRun:
-    """The three placements trained with the knobs' stack, learning rate and steps (one
+    """Every placement trained with the knobs' stack, learning rate and steps (one
     run at a time in this process: the others wait in GATE, told so)."""
     with GATE.enter(progress):
         return train_all(
             model.stack_config(setup, knobs, "tr_"),
             float(knobs["lr"]),  # type: ignore[arg-type]
             int(knobs["tr_steps"]),  # type: ignore[call-overload]
-            progress=lambda f: progress(f, "Training: pre-norm, post-norm, no normalization…"),
+            progress=lambda f: progress(f, f"Training: {', '.join(PLACEMENT_LABELS.values())}…"),
         )
 
 
@@ -199,9 +209,49 @@ def make_loss_figure(run: TrainRun, presenter: bool = False) -> go.Figure:
     return style.apply(fig, presenter, height=420).figure()
 
 
+def _compare(run: TrainRun, a: str, b: str) -> str:
+    """How a's final loss compares with b's, in words from the two numbers."""
+    fa, fb = run.final(a), run.final(b)
+    word = {-1: "lower than", 0: "about the same as", 1: "higher than"}[
+        direction(fa / fb, CLOSE) if fb > 0 else 1
+    ]
+    return f"{PLACEMENT_LABELS[a]}'s final loss {fa:.3g} is {word} {PLACEMENT_LABELS[b]}'s {fb:.3g}"
+
+
+def verdicts(run: TrainRun) -> tuple[str, ...]:
+    """What this run says about the two newer placements, each against the one it modifies."""
+    out = []
+    ps = set(run.placements)
+    L = run.config.depth
+    if {"post", "deepnorm"} <= ps:
+        deep, post = run.trained("deepnorm"), run.trained("post")
+        if deep and not post:
+            head = f"DeepNorm's up-weighted skip path kept post-norm trainable at L = {L}"
+        elif deep and post:
+            head = f"Post-norm trained here too (L = {L}), with or without DeepNorm"
+        elif post:
+            head = f"DeepNorm did not train here (L = {L}) although post-norm did"
+        else:
+            head = f"DeepNorm did not rescue post-norm here (L = {L}): neither trained"
+        out.append(
+            f"**Verdict, DeepNorm vs post-norm**: {head}; {_compare(run, 'deepnorm', 'post')}."
+        )
+    if {"pre", "peri"} <= ps:
+        peri, pre = run.trained("peri"), run.trained("pre")
+        state = {
+            (True, True): "both trained",
+            (True, False): "only Peri-LN trained",
+            (False, True): "only pre-norm trained",
+            (False, False): "neither trained",
+        }[(peri, pre)]
+        out.append(f"**Verdict, Peri-LN vs pre-norm**: {state}; {_compare(run, 'peri', 'pre')}.")
+    return tuple(out)
+
+
 def notes(result: TrainRun) -> tuple[str, ...]:
-    """How each placement's run ended, with its numbers."""
-    return tuple(f"- **{PLACEMENT_LABELS[p]}**: {result.outcome(p)}" for p in result.placements)
+    """How each placement's run ended, with its numbers, then the verdicts."""
+    ends = tuple(f"- **{PLACEMENT_LABELS[p]}**: {result.outcome(p)}" for p in result.placements)
+    return (*ends, *verdicts(result))
 
 
 SECTION = Section(
