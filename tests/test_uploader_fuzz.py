@@ -386,21 +386,6 @@ def test_crafted_flat_view_clicks_on_axes(monkeypatch: pytest.MonkeyPatch, event
     assert_clean(at)
 
 
-@pytest.mark.parametrize("value", CRAFTED_STRINGS)
-def test_crafted_cell_picks_on_the_worked_example(
-    monkeypatch: pytest.MonkeyPatch, value: str
-) -> None:
-    from conftest import assert_clean, run_app
-
-    at = run_app("worked-example")
-    _send(monkeypatch, at, "wk_row", string_value=value)
-    at.run()
-    assert_clean(at)
-    at.run()  # the value stays in the session: the next run too
-    assert_clean(at)
-    assert [s.value for s in at.selectbox if s.key == "wk_row"] == [0]
-
-
 def _practice_grid(kind: str, seed: int) -> None:
     from normviz import practice
     from ui import practice as ui_practice
