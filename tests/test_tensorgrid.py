@@ -16,6 +16,7 @@ import pytest
 import torch
 from conftest import assert_clean, run_app, texts
 from test_axes_numbers import G, torch_module
+from torch import nn
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, contract, group_ids
 from normviz.axes import AxesSetup, gridview
@@ -158,6 +159,47 @@ def test_a_crafted_pick_on_axes_changes_nothing(monkeypatch: pytest.MonkeyPatch,
     at.run()
     assert_clean(at)
     assert [n.value for n in at.number_input if n.key.startswith("axes:cell_")] == [0, 0, 0]
+
+
+def worked_oracle(x: torch.Tensor) -> dict[str, tuple[np.ndarray, torch.Tensor, torch.Tensor]]:
+    """Per method of the worked example: each cell's group (its column, its row), and torch's
+    μ, σ² per group and y for the matrix `x` (N, C) (γ = 1, β = 0, training mode)."""
+    n, c = x.shape
+    rows, cols = np.indices((n, c))
+    bn = nn.BatchNorm1d(c, affine=False, track_running_stats=False, dtype=x.dtype)
+    ln = nn.LayerNorm(c, elementwise_affine=False, dtype=x.dtype)
+    with torch.no_grad():
+        return {
+            "BatchNorm": (cols.reshape(-1), x.mean(0), x.var(0, correction=0), bn(x)),
+            "LayerNorm": (rows.reshape(-1), x.mean(1), x.var(1, correction=0), ln(x)),
+        }
+
+
+@pytest.mark.parametrize("preset", ["source", "wide"])
+def test_the_worked_example_ships_batchnorms_columns_and_layernorms_rows(preset: str) -> None:
+    from normviz import worked
+
+    at = run_app("worked-example")
+    at.selectbox(key="wk_preset").set_value(preset).run()
+    assert_clean(at)
+    data = grid_data(at)
+    x = torch.tensor(worked.PRESETS[preset].matrix, dtype=torch.float64)
+    assert data["shape"] == list(x.shape) and data["values"] == x.reshape(-1).tolist()
+    shipped = [data, *data["more"]]
+    oracle = worked_oracle(x)
+    assert [g["name"] for g in shipped] == list(oracle)
+    for g in shipped:
+        own, mean, var, y = oracle[g["name"]]
+        local = np.asarray(g["group"])
+        # two cells share a group exactly when they share a column (BatchNorm) or a row
+        assert (np.equal.outer(local, local) == np.equal.outer(own, own)).all()
+        assert g["m"] == (x.shape[0] if g["name"] == "BatchNorm" else x.shape[1])
+        for i in range(x.numel()):  # the group's μ, σ² and y as grid.js computes it
+            mu, sq = g["mean"][g["group"][i]], g["var"][g["group"][i]]
+            assert mu == pytest.approx(float(mean[own[i]]), abs=1e-9)
+            assert sq == pytest.approx(float(var[own[i]]), abs=1e-9)
+            js = (data["values"][i] - mu) / math.sqrt(sq + data["eps"])
+            assert js == pytest.approx(float(y.reshape(-1)[i]), abs=1e-6)
 
 
 @pytest.mark.parametrize("value", [*CRAFTED, {"cell": [2, 0]}, {"cell": [0, 3]}], ids=range(12))
