@@ -374,16 +374,7 @@ def _send(monkeypatch: pytest.MonkeyPatch, at: object, key: str, **field: object
     monkeypatch.setattr(ElementTree, "get_widget_states", states)
 
 
-@pytest.mark.parametrize("event", CRAFTED_EVENTS, ids=range(len(CRAFTED_EVENTS)))
-def test_crafted_flat_view_clicks_on_axes(monkeypatch: pytest.MonkeyPatch, event: object) -> None:
-    import json
-
-    from conftest import assert_clean, run_app
-
-    at = run_app("axes")
-    _send(monkeypatch, at, "axes_flat_view", json_value=json.dumps(json.dumps(event)))
-    at.run()
-    assert_clean(at)
+# (Crafted picks on the tensor grids of /axes, /practice, /worked-example: test_tensorgrid.py.)
 
 
 def _practice_grid(kind: str, seed: int) -> None:

@@ -26,7 +26,8 @@ from plotly.colors import sample_colorscale, unlabel_rgb
 
 from normviz import style
 from normviz.axes import flat, window
-from normviz.axes.cells import AxesSetup
+from normviz.axes.block import PARTITION
+from normviz.axes.cells import AxesSetup, box_text, group_slices
 from normviz.core import Refusal, apply_contract
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
@@ -34,6 +35,7 @@ from normviz.practice import grid as pgrid
 from normviz.practice.common import Exercise, Verdict
 from normviz.sections import Progress, Section
 
+INTRO = "**Flat view** (click a cell to select it)"
 VALUE_STEPS = 33  # colours of the diverging value scale (odd: 0 has its own, white)
 PICK_MODES = ("one", "many", "none")  # a pick selects one cell, toggles cells, or nothing
 AXES_LEGEND = (
@@ -247,9 +249,32 @@ def axes_grid(setup: AxesSetup, knobs: Mapping[str, Value]) -> Grid:
         eps=float(setup.eps),
         note=win.note(),
         legend=AXES_LEGEND,
-        alt=tuple(flat.alt(view)),
+        alt=tuple(axes_alt(view)),
     )
     return grid_with_selection(grid, setup.selected)
+
+
+def axes_alt(view: flat.FlatView) -> list[str]:
+    """The flat view's grid in words: rows, columns, values, the selected cell and group."""
+    con, cell, win, vals = view.contract, view.cell, view.window, view.values
+    lay, fl = LAYOUTS[con.layout], flat.flat_layout(con.layout)
+    rows = " · ".join(f"{lay.axes[d]} ({win.size[d]})" for d in fl.row_dims)
+    cols = " · ".join(f"{lay.axes[d]} ({win.size[d]})" for d in fl.col_dims)
+    ids = window.window_ids(con, win)
+    mine = vals[ids == int(con.stat_ids()[cell])]
+    at = int(np.flatnonzero((win.indices() == np.asarray(cell)).all(axis=1))[0])
+    box = box_text(con.layout, group_slices(con, cell))
+    drawn = " where drawn" if win.capped else ""
+    out = [
+        f"The tensor unfolded to a grid: rows {rows}, columns {cols}; "
+        f"x runs from {vals.min():.3g} to {vals.max():.3g}.",
+        f"The selected cell {lay.shape_text(cell)} (marked ✕) holds x = {vals[at]:.3g}. "
+        f"Its group of m = {con.group_size:,} values ({box})"
+        f" is outlined in black, x from {mine.min():.3g} to {mine.max():.3g}{drawn}; "
+        "the other cells are dimmed.",
+    ]
+    groups = f"Colours show the {con.n_stats:,} statistic groups (they repeat)."
+    return out + [s for s in (groups if view.partition else "", win.note()) if s]
 
 
 def grid_with_selection(grid: Grid, cell: Sequence[int]) -> Grid:
@@ -261,13 +286,7 @@ def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Gri
     return axes_grid(setup, knobs)
 
 
-SECTION = Section(
-    slug="grid",
-    label="Flat view",
-    intro=flat.INTRO,
-    run=run,
-    knobs=flat.SECTION.knobs,
-)
+SECTION = Section(slug="grid", label="Flat view", intro=INTRO, run=run, knobs=(PARTITION,))
 
 
 # ---- the practice page's grids ----------------------------------------------------------
