@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import worked
 from normviz.text import FORMULA
-from ui import route, runner, safe, state, stepper
+from ui import route, runner, safe, state, stepper, tensorgrid
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "worked-example"
-CELL_KEYS = ("wk_row", "wk_col")  # the selected cell (not in the URL: the matrix is not either)
+GRID_KEY = "wk_grid"  # the cell picker: the tensor grid (answered in the browser)
+CELL = state.key(PAGE, "cell")  # the selected cell (not in the URL: the matrix is not either)
 
 
 def editor() -> worked.Matrix | None:
@@ -39,16 +42,21 @@ def editor() -> worked.Matrix | None:
         return None
 
 
-def cell_picker(x) -> tuple[int, int]:
-    """The cell (row, column; 0-based) whose computation is worked out, for both methods."""
-    picked = []
-    boxes = st.columns(4)[:2]
-    for box, key, n, word in zip(boxes, CELL_KEYS, x.shape, ("Row", "Column"), strict=True):
-        if safe.offered(st.session_state.get(key, 0), range(n), None) is None:
-            st.session_state[key] = 0  # the matrix shrank (or a crafted value)
-        row = box.selectbox(word, range(n), format_func=lambda i: str(i + 1), key=key)
-        picked.append(safe.offered(row, range(n), 0))
-    return picked[0], picked[1]
+def _on_pick(shape: tuple[int, int]) -> None:
+    """A pick in the grid (click, tap, Enter) selects that cell for the numbers below."""
+    cell = tensorgrid.picked_cell(GRID_KEY, shape)  # a crafted value: None
+    if cell is not None:
+        st.session_state[CELL] = cell
+
+
+def cell_picker(res: worked.Walkthrough) -> tuple[int, int]:
+    """The cell (row, column; 0-based) whose computation is worked out, for both methods:
+    hovering shows its BatchNorm column's and LayerNorm row's numbers in the browser."""
+    shape = res.x.shape
+    cell = safe.cell(st.session_state.get(CELL), shape) or (0, 0)  # the matrix may shrink
+    st.session_state[CELL] = cell
+    tensorgrid.show(worked.cell_grid(res, cell), GRID_KEY, functools.partial(_on_pick, shape))
+    return cell[0], cell[1]
 
 
 def method_column(steps: worked.MethodSteps, row: int, col: int) -> None:
@@ -67,10 +75,11 @@ def method_column(steps: worked.MethodSteps, row: int, col: int) -> None:
         st.warning(text, icon=":material/warning:")
 
 
+@st.fragment  # a pick reruns the picker and the worked numbers alone
 def method_columns(res: worked.Walkthrough) -> None:
     for label, message in res.refused:
         st.error(worked.refusal_text(label, message), icon=":material/block:")
-    row, col = cell_picker(res.x)
+    row, col = cell_picker(res)
     st.markdown(worked.cell_text(res, row, col))
     for box, steps in zip(st.columns(len(res.steps) or 1), res.steps, strict=False):
         with box:

@@ -1,8 +1,8 @@
 """Every chart on every page has a text alternative (AppTest: no browser needed).
 
 `ui.runner.chart` draws each Plotly chart with a closed "Chart as text" fold under it,
-and the runner does the same for each Graphviz flowchart. The sentences are computed
-from the figure or the section's result (`normviz.alttext`, `Section.alt`).
+and the runner does the same for each Graphviz flowchart and each tensor grid. The
+sentences are computed from the figure or the section's result (`normviz.alttext`, `Section.alt`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import pytest
 from conftest import assert_clean, run_app
 
 from normviz import alttext, contract
-from normviz.axes import block, cells, flat, multiples
+from normviz.axes import block, cells, gridview, multiples
 from normviz.sections import Section
+from ui import tensorgrid
 from ui.pages import PAGES
 from ui.runner import ALT_LABEL
 
@@ -23,7 +24,8 @@ PATHS = [None, *(p.path for p in PAGES)]
 def test_every_chart_has_a_text_alternative(path: str | None) -> None:
     at = run_app(path)
     assert_clean(at)
-    charts = len(at.get("plotly_chart")) + len(at.get("graphviz_chart"))
+    grids = [e for e in at.get("bidi_component") if e.proto.component_name == tensorgrid.NAME]
+    charts = len(at.get("plotly_chart")) + len(at.get("graphviz_chart")) + len(grids)
     folds = [e for e in at.expander if e.label == ALT_LABEL]
     assert charts == len(folds), (charts, len(folds))
     for fold in folds:  # sentences, not an empty fold
@@ -35,7 +37,7 @@ def test_the_axes_sentences_come_from_the_result() -> None:
     view = block.run(setup, {"partition": False, "split_hw": False}, lambda *_: None)
     words = " ".join(block.alt(view))
     assert "(B, T, C) = (1, 2, 3)" in words and "m = 24 values: B 0–3, T 0–5, C 3" in words
-    words = " ".join(flat.alt(flat.run(setup, {"partition": True}, lambda *_: None)))
+    words = " ".join(gridview.axes_grid(setup, {"partition": True}).alt)
     assert "rows B (4) · T (6), columns C (8)" in words and "8 statistic groups" in words
     words = multiples.alt_lines("NCHW", (2, 6, 3, 3), 4)
     assert any(w.startswith("GroupNorm: not drawn") for w in words)
@@ -47,7 +49,5 @@ def test_a_figure_is_described_from_its_data() -> None:
     assert lines[0] == "Chart: LayerNorm: one μ and σ² from 32 values."
     assert any("3,968 of 4,096 cells" in line for line in lines)
     plain = Section("s", "S", "", run=lambda *_: None)  # no alt: the figure speaks
-    fig = flat.make_flat_figure(
-        __import__("torch").zeros(2, 3, 4), contract("layer", "BTC", (2, 3, 4))
-    )
+    fig = block.make_block_figure(contract("layer", "BTC", (2, 3, 4)))
     assert plain.alt_text(None, fig) == alttext.describe(fig)

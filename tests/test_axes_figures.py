@@ -4,6 +4,7 @@ exactly the statistic group, read off group_ids."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -13,7 +14,7 @@ import torch
 from signals import assert_within_budget
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, NormConfigError, contract, group_ids, style
-from normviz.axes import block, flat, multiples, window
+from normviz.axes import AxesSetup, block, flat, gridview, multiples, window
 
 SMALL = {"BTC": (3, 5, 6), "NCHW": (2, 6, 3, 4)}
 GROUPS = 3  # divides C = 6 in both small shapes
@@ -163,63 +164,6 @@ def _rect_cells(trace) -> set[tuple[int, int]]:
     return out
 
 
-@pytest.mark.parametrize(("method", "layout"), CASES)
-def test_flat_view_outlines_the_group_and_maps_clicks_to_cells(method: str, layout: str) -> None:
-    shape = SMALL[layout]
-    axes = CUSTOM_AXES[layout] if method == "custom" else None
-    x = torch.randn(shape, generator=torch.Generator().manual_seed(3))
-    cell = tuple(n - 1 for n in shape)
-    con = contract(method, layout, shape, _groups(method), axes)
-    fig = flat.make_flat_figure(x, con, cell=cell)
-    cells = _trace(fig, "cells")
-    heat = _trace(fig, "heat")
-    idx = np.asarray(cells.customdata)
-    rows, cols = np.asarray(cells.y), np.asarray(cells.x)
-    z = np.asarray(heat.z)
-    # every invisible marker sits on the heatmap cell holding its tensor value
-    np.testing.assert_allclose(z[rows, cols], x.numpy()[tuple(idx.T)], rtol=0, atol=0)
-    assert len(idx) == math.prod(shape)
-    # the orange outline covers exactly the group's cells
-    where = {
-        tuple(int(v) for v in i): (int(r), int(c)) for i, r, c in zip(idx, rows, cols, strict=True)
-    }
-    group = _group_set(method, layout, shape, _groups(method), axes, cell)
-    assert _rect_cells(_trace(fig, "group")) == {where[g] for g in group}
-    assert _rect_cells(_trace(fig, "selected")) == {where[cell]}
-    # rows are the first two axes, columns the rest
-    assert z.shape == (shape[0] * shape[1], math.prod(shape[2:]))
-
-
-def test_flat_partition_colours_follow_group_ids() -> None:
-    shape = SMALL["NCHW"]
-    x = torch.randn(shape)
-    fig = flat.make_flat_figure(x, contract("group", "NCHW", shape, 3), partition=True)
-    heat = _trace(fig, "heat")
-    ids = group_ids("group", "NCHW", shape, 3).reshape(shape[0] * shape[1], -1)
-    n = len(window.PARTITION_COLOURS)
-    np.testing.assert_array_equal(np.asarray(heat.z), ids % n)
-    for k in range(n):
-        assert (
-            _stepped_colour(heat.colorscale, k, heat.zmin, heat.zmax)
-            == (window.PARTITION_COLOURS[k])
-        )
-
-
-def test_flat_view_capped_keeps_the_cell() -> None:
-    shape = (1, 4096, 1024)
-    x = torch.zeros(shape)
-    cell = (0, 4000, 1000)
-    fig = flat.make_flat_figure(x, contract("batch", "BTC", shape), cell=cell)
-    win = flat.flat_window("BTC", shape, cell)
-    assert win.contains(cell) and win.n_cells <= style.MAX_CELLS_2D
-    assert {tuple(int(v) for v in r) for r in np.asarray(_trace(fig, "cells").customdata)} == {
-        tuple(int(v) for v in r) for r in win.indices()
-    }
-    assert any(a.text and "omitted" in a.text for a in fig.layout.annotations)
-    covered = _rect_cells(_trace(fig, "group"))
-    assert len(covered) == len(_group_set("batch", "BTC", shape, None, None, cell, win))
-
-
 # ---- thumbnails -----------------------------------------------------------------------
 
 
@@ -260,7 +204,6 @@ def test_thumbnail_explains_groups_that_do_not_divide_c() -> None:
 )
 def test_payload_stays_under_1mb_at_the_largest_shapes(layout: str, shape: tuple) -> None:
     assert math.prod(shape) <= 2**22
-    x = torch.randn(shape)
     cell = tuple(n // 2 for n in shape)
     C = shape[LAYOUTS[layout].channel_axis]
     for method, axes in [
@@ -273,10 +216,11 @@ def test_payload_stays_under_1mb_at_the_largest_shapes(layout: str, shape: tuple
         figs = [
             block.make_block_figure(con, cell=cell),
             block.make_block_figure(con, cell=cell, partition=True, split_hw=True),
-            flat.make_flat_figure(x, con, cell=cell),
-            flat.make_flat_figure(x, con, cell=cell, partition=True),
         ]
         assert_within_budget(*figs, what=(layout, shape, method))
+        for partition in (False, True):  # the flat view's tensor grid: as a figure, ≤ 1 MB
+            grid = gridview.axes_grid(AxesSetup(con, cell=cell), {"partition": partition})
+            assert len(json.dumps(grid.payload())) < 1_000_000, (layout, shape, method)
     assert_within_budget(multiples.make_methods_figure(layout, shape, 1))
 
 
@@ -285,7 +229,7 @@ def test_invalid_settings_raise_a_config_error() -> None:
         block.make_block_figure(contract("group", "BTC", (2, 3, 8), groups=3))
     with pytest.raises(NormConfigError, match="outside"):
         con = contract("layer", "BTC", (2, 3, 4))
-        flat.make_flat_figure(torch.zeros(2, 3, 4), con, cell=(0, 3, 0))
+        flat.flat_view(torch.zeros(2, 3, 4), con, cell=(0, 3, 0))
 
 
 def test_presenter_mode_draws_fewer_larger_tick_numbers() -> None:

@@ -141,22 +141,6 @@ def test_refused_settings_match_torch_and_get_a_hint(method, layout, shape, grow
     assert group.refusal_hint(contract(method, layout, SHAPES[layout])) == ""
 
 
-def test_cell_from_point() -> None:
-    shape = (4, 6, 8)
-    assert cells.cell_from_point({"customdata": [1, 3, 5]}, shape) == (1, 3, 5)
-    # typed arrays come back from the browser as {"0": i, "1": j, ...}
-    assert cells.cell_from_point({"customdata": {"1": 3, "0": 1, "2": 5}}, shape) == (1, 3, 5)
-    assert cells.cell_from_point({"customdata": [9, 9, 9]}, shape) == (3, 5, 7)
-    for bad in (
-        {},
-        {"customdata": [1, 2]},
-        {"customdata": {"a": 1}},
-        {"customdata": ["x", 1, 2]},
-        3,
-    ):
-        assert cells.cell_from_point(bad, shape) is None
-
-
 def test_clamp_cell() -> None:
     assert cells.clamp_cell((4, 6, 8), (9, -2, 7)) == (3, 0, 7)
     assert cells.clamp_cell((4, 6, 8), None) == (0, 0, 0)

@@ -13,10 +13,9 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
-from normviz import LAYOUTS, STANDARD_METHODS, contract, group_ids, style
-from normviz.axes import block, flat, solid
+from normviz import LAYOUTS, STANDARD_METHODS, contract, style
+from normviz.axes import block, solid
 from normviz.axes.cells import group_slices
 
 SMALL = {"BTC": (3, 5, 6), "NCHW": (2, 6, 3, 4)}
@@ -112,23 +111,3 @@ def test_the_selected_outline_is_thinner_than_a_cell() -> None:
         fig = block.make_block_figure(contract("batch", "BTC", shape))
         width = _trace(fig, "selected-edges").line.width
         assert 2 <= width <= 360 / max(shape) / 3
-
-
-@pytest.mark.parametrize("partition", [False, True])
-def test_flat_view_veils_the_rest_outlines_the_group_and_marks_the_cell(partition: bool) -> None:
-    shape = SMALL["NCHW"]
-    con = contract("group", "NCHW", shape, GROUPS)
-    x = torch.randn(shape, generator=torch.Generator().manual_seed(0))
-    cell = (1, 4, 2, 3)
-    fig = flat.make_flat_figure(x, con, cell=cell, partition=partition)
-    veil = np.asarray(_trace(fig, "dim").z)
-    ids = group_ids("group", "NCHW", shape, GROUPS).reshape(veil.shape)
-    np.testing.assert_array_equal(np.isnan(veil), ids == ids[cell[0] * shape[1] + cell[1], 0])
-    assert _trace(fig, "dim").hoverinfo == "skip"  # clicks reach the cells' markers
-    outline = _trace(fig, "group")
-    assert outline.line.color == style.SELECTED and outline.line.width >= 3
-    mark = _trace(fig, "selected-mark")
-    assert mark.marker.symbol == "x" and mark.hoverinfo == "skip"
-    cells = _trace(fig, "cells")
-    at = [k for k, c in enumerate(np.asarray(cells.customdata)) if tuple(int(v) for v in c) == cell]
-    assert (list(mark.x), list(mark.y)) == ([cells.x[at[0]]], [cells.y[at[0]]])

@@ -14,8 +14,9 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import assert_clean, run_app
+from conftest import assert_clean, run_app, texts
 from test_axes_numbers import G, torch_module
+from torch import nn
 
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, contract, group_ids
 from normviz.axes import AxesSetup, gridview
@@ -30,10 +31,11 @@ def _setup(method: str, layout: str, cell: tuple[int, ...]) -> AxesSetup:
     return AxesSetup(contract(method, layout, SHAPES[layout], g), cell=cell, groups=G)
 
 
-def js_y(grid: gridview.Grid, i: int) -> float:
-    """y as grid.js computes it from the shipped numbers (γ = 1, β = 0)."""
-    g = grid.group[i]
-    mean, var, x = grid.mean[g], grid.var[g], grid.values[i]
+def js_y(grid: gridview.Grid, i: int, k: int = 0) -> float:
+    """y as grid.js computes it from the shipped numbers of grouping `k` (γ = 1, β = 0)."""
+    gr = grid.groupings[k]
+    g = gr.group[i]
+    mean, var, x = gr.mean[g], gr.var[g], grid.values[i]
     return (x - (mean or 0.0)) / math.sqrt(var + grid.eps)
 
 
@@ -46,10 +48,11 @@ def test_the_shipped_groups_and_numbers_are_torchs(method: str, layout: str) -> 
     grid = gridview.axes_grid(setup, {"partition": False})
     assert grid.size == shape and grid.selected == math.prod(shape) - 1
     ids = group_ids(method, layout, shape, G if METHODS[method].grouped else None).reshape(-1)
-    local = np.asarray(grid.group)
+    (gr,) = grid.groupings
+    local = np.asarray(gr.group)
     # two cells share a local group exactly when they share a group id
     assert (np.equal.outer(local, local) == np.equal.outer(ids, ids)).all()
-    assert len(grid.var) == len(grid.mean) == len(set(ids.tolist()))  # one pair per group
+    assert len(gr.var) == len(gr.mean) == len(set(ids.tolist()))  # one pair per group
     x = generate(setup.data, layout, shape, setup.seed)
     _, apply = torch_module(method, layout, shape)
     y = apply(x).reshape(-1)
@@ -58,14 +61,14 @@ def test_the_shipped_groups_and_numbers_are_torchs(method: str, layout: str) -> 
     for gid in set(ids.tolist()):
         mine = flat[torch.as_tensor(ids == gid)]
         g = int(local[ids == gid][0])
-        assert grid.m == mine.numel()
+        assert gr.m == mine.numel()
         if METHODS[method].centred:
-            assert grid.mean[g] == pytest.approx(float(mine.mean()), rel=1e-5, abs=1e-6)
+            assert gr.mean[g] == pytest.approx(float(mine.mean()), rel=1e-5, abs=1e-6)
             want_var = float(mine.var(correction=0))
         else:
-            assert grid.mean[g] is None
+            assert gr.mean[g] is None
             want_var = float((mine**2).mean())
-        assert grid.var[g] == pytest.approx(want_var, rel=1e-5, abs=1e-6)
+        assert gr.var[g] == pytest.approx(want_var, rel=1e-5, abs=1e-6)
     for i in range(grid.n_cells):
         assert js_y(grid, i) == pytest.approx(float(y[i]), rel=1e-4, abs=1e-5)
 
@@ -76,7 +79,8 @@ def test_a_large_tensor_ships_a_window_around_the_selected_cell() -> None:
     grid = gridview.axes_grid(setup, {"partition": True})
     assert grid.n_cells < math.prod(shape) and grid.note.startswith("Drawing ")
     assert grid.selected is not None and grid.cell(grid.selected) == (40, 3, 150)
-    assert len(grid.var) == len(set(grid.group))  # only the drawn groups, once each
+    (gr,) = grid.groupings
+    assert len(gr.var) == len(set(gr.group))  # only the drawn groups, once each
     body = json.dumps(grid.payload())
     assert len(body) < 1_000_000  # as every figure: at most 1 MB
 
@@ -91,12 +95,12 @@ def test_safe_cell_keeps_only_a_cell_of_the_tensor() -> None:
 # ---- AppTest: what the page mounts, and a pick ----------------------------------------------
 
 
-def _grid_data(at) -> dict:
+def grid_data(at) -> dict:
     (el,) = [e for e in at.get("bidi_component") if e.proto.component_name == "normviz.tensorgrid"]
     return json.loads(el.proto.json)
 
 
-def _pick(monkeypatch: pytest.MonkeyPatch, at, key: str, value: object) -> None:
+def pick(monkeypatch: pytest.MonkeyPatch, at, key: str, value: object) -> None:
     """The next run of `at` carries a pick for the grid `key`, as the browser sends it
     (or as a modified client might)."""
     from streamlit.proto.WidgetStates_pb2 import WidgetState, WidgetStates
@@ -123,14 +127,14 @@ def test_axes_mounts_the_grid_with_the_groups_and_a_pick_selects_the_cell(
 ) -> None:
     at = run_app("axes", {"method": "layer"})
     assert_clean(at)
-    data = _grid_data(at)
+    data = grid_data(at)
     assert data["shape"] == [4, 6, 8] and data["pick"] == "one" and data["selected"] == 0
     assert data["m"] == 8 and len(data["var"]) == 4 * 6
-    _pick(monkeypatch, at, "axes_flat_view", {"cell": [1, 3, 5]})
+    pick(monkeypatch, at, "axes_flat_view", {"cell": [1, 3, 5]})
     at.run()
     assert_clean(at)
     assert [n.value for n in at.number_input if n.key.startswith("axes:cell_")] == [1, 3, 5]
-    assert _grid_data(at)["selected"] == (1 * 6 + 3) * 8 + 5
+    assert grid_data(at)["selected"] == (1 * 6 + 3) * 8 + 5
     assert "B=1, T=3, C=5" in " ".join(m.value for m in at.markdown)
 
 
@@ -151,10 +155,65 @@ CRAFTED = [
 @pytest.mark.parametrize("value", CRAFTED, ids=range(len(CRAFTED)))
 def test_a_crafted_pick_on_axes_changes_nothing(monkeypatch: pytest.MonkeyPatch, value) -> None:
     at = run_app("axes")
-    _pick(monkeypatch, at, "axes_flat_view", value)
+    pick(monkeypatch, at, "axes_flat_view", value)
     at.run()
     assert_clean(at)
     assert [n.value for n in at.number_input if n.key.startswith("axes:cell_")] == [0, 0, 0]
+
+
+def worked_oracle(x: torch.Tensor) -> dict[str, tuple[np.ndarray, torch.Tensor, torch.Tensor]]:
+    """Per method of the worked example: each cell's group (its column, its row), and torch's
+    μ, σ² per group and y for the matrix `x` (N, C) (γ = 1, β = 0, training mode)."""
+    n, c = x.shape
+    rows, cols = np.indices((n, c))
+    bn = nn.BatchNorm1d(c, affine=False, track_running_stats=False, dtype=x.dtype)
+    ln = nn.LayerNorm(c, elementwise_affine=False, dtype=x.dtype)
+    with torch.no_grad():
+        return {
+            "BatchNorm": (cols.reshape(-1), x.mean(0), x.var(0, correction=0), bn(x)),
+            "LayerNorm": (rows.reshape(-1), x.mean(1), x.var(1, correction=0), ln(x)),
+        }
+
+
+@pytest.mark.parametrize("preset", ["source", "wide"])
+def test_the_worked_example_ships_batchnorms_columns_and_layernorms_rows(preset: str) -> None:
+    from normviz import worked
+
+    at = run_app("worked-example")
+    at.selectbox(key="wk_preset").set_value(preset).run()
+    assert_clean(at)
+    data = grid_data(at)
+    x = torch.tensor(worked.PRESETS[preset].matrix, dtype=torch.float64)
+    assert data["shape"] == list(x.shape) and data["values"] == x.reshape(-1).tolist()
+    shipped = [data, *data["more"]]
+    oracle = worked_oracle(x)
+    assert [g["name"] for g in shipped] == list(oracle)
+    for g in shipped:
+        own, mean, var, y = oracle[g["name"]]
+        local = np.asarray(g["group"])
+        # two cells share a group exactly when they share a column (BatchNorm) or a row
+        assert (np.equal.outer(local, local) == np.equal.outer(own, own)).all()
+        assert g["m"] == (x.shape[0] if g["name"] == "BatchNorm" else x.shape[1])
+        for i in range(x.numel()):  # the group's μ, σ² and y as grid.js computes it
+            mu, sq = g["mean"][g["group"][i]], g["var"][g["group"][i]]
+            assert mu == pytest.approx(float(mean[own[i]]), abs=1e-9)
+            assert sq == pytest.approx(float(var[own[i]]), abs=1e-9)
+            js = (data["values"][i] - mu) / math.sqrt(sq + data["eps"])
+            assert js == pytest.approx(float(y.reshape(-1)[i]), abs=1e-6)
+
+
+@pytest.mark.parametrize("value", [*CRAFTED, {"cell": [2, 0]}, {"cell": [0, 3]}], ids=range(12))
+def test_a_crafted_pick_on_the_worked_example_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch, value
+) -> None:
+    at = run_app("worked-example")
+    before = texts(at)
+    pick(monkeypatch, at, "wk_grid", value)  # the source matrix is 2 × 3
+    at.run()
+    assert_clean(at)
+    at.run()  # the pick stays in the session: the next run too
+    assert_clean(at)
+    assert grid_data(at)["selected"] == 0 and texts(at) == before
 
 
 def test_every_layout_has_its_axis_names_in_the_payload() -> None:
@@ -170,14 +229,14 @@ def test_practice_mounts_the_grid_and_a_pick_fills_the_answer(
 
     at = run_app("practice", {"kind": "cells"})
     assert_clean(at)
-    data = _grid_data(at)
+    data = grid_data(at)
     assert data["pick"] == "many" and not data["var"] and not data["group"]  # no answer shipped
     names = practice.cell_names(practice.exercise("cells", 0).case)
-    _pick(monkeypatch, at, "pr_grid_cells-0", {"cells": [4, 1]})
+    pick(monkeypatch, at, "pr_grid_cells-0", {"cells": [4, 1]})
     at.run()
     assert_clean(at)
     assert at.multiselect(key="pr_cells_cells-0").value == [names[1], names[4]]
-    assert _grid_data(at)["picked"] == [1, 4]
+    assert grid_data(at)["picked"] == [1, 4]
 
 
 CRAFTED_PICKS = [None, {"cells": "1"}, {"cells": [True, -1, 10**9, 1.5, "2"]}, {"cell": [0]}, 7]
@@ -186,7 +245,7 @@ CRAFTED_PICKS = [None, {"cells": "1"}, {"cells": [True, -1, 10**9, 1.5, "2"]}, {
 @pytest.mark.parametrize("value", CRAFTED_PICKS, ids=range(len(CRAFTED_PICKS)))
 def test_a_crafted_pick_on_practice_picks_no_cell(monkeypatch: pytest.MonkeyPatch, value) -> None:
     at = run_app("practice", {"kind": "cells"})
-    _pick(monkeypatch, at, "pr_grid_cells-0", value)
+    pick(monkeypatch, at, "pr_grid_cells-0", value)
     at.run()
     assert_clean(at)
     assert at.multiselect(key="pr_cells_cells-0").value == []

@@ -17,7 +17,7 @@ import torch
 from conftest import ROOT, assert_no_exception, serve, wait_done
 from test_axes_numbers import torch_module
 
-from normviz import LAYOUTS, group_ids
+from normviz import LAYOUTS, group_ids, worked
 from normviz.data import generate
 from ui.route import RUN_LOG
 
@@ -305,6 +305,94 @@ def test_practice_number_grids_show_cells_and_pick_nothing(browser, counted, kin
         assert "μ" not in info and "σ²" not in info  # the answer is not given away
         assert _selected(p, key) == []
         p.wait_for_timeout(500)
+        assert _runs(log) == runs
+    finally:
+        ctx.close()
+
+
+# ---- /worked-example: the cell picker, two methods at once ------------------------------------
+
+WKEY = ".st-key-wk_grid"
+WORKED = torch.tensor(((1.0, 2.0, 7.0), (3.0, 4.0, 9.0)), dtype=torch.float64)  # the source's
+
+
+def _worked(browser, url: str, touch: bool = False):
+    ctx = browser.new_context(
+        viewport={"width": 390, "height": 844} if touch else {"width": 1400, "height": 900},
+        has_touch=touch,
+        is_mobile=touch,
+    )
+    p = ctx.new_page()
+    p.set_default_timeout(120_000)
+    p.goto(f"{url}/worked-example")
+    wait_done(p, 120_000)
+    p.locator(f"{WKEY} [role=gridcell]").first.wait_for()
+    return ctx, p
+
+
+def _check_worked(p, cell: tuple[int, int]) -> None:
+    """The lit cells are `cell`'s column and row, and the panel shows its BatchNorm column's
+    and LayerNorm row's μ, σ² and y, checked against torch.nn."""
+    from test_tensorgrid import worked_oracle
+
+    n, c = WORKED.shape
+    r, k = cell
+    assert _lit(p, WKEY) == sorted({i * c + k for i in range(n)} | {r * c + j for j in range(c)})
+    info = "\n".join(s for s in p.locator(f"{WKEY} .tg-info").inner_text().splitlines() if s)
+    assert info.startswith(f"Cell row {r + 1}, column {k + 1}: x = "), info
+    for name, (own, mean, var, y) in worked_oracle(WORKED).items():
+        g = int(own[r * c + k])
+        noun = "column" if name == "BatchNorm" else "row"
+        found = re.search(
+            rf"{name}, {noun} {g + 1}: m = (\d+) values, μ = {NUM}, σ² = {NUM}\n.*= {NUM}$",
+            info,
+            re.M,
+        )
+        assert found, info
+        m, mu, sq, got = found.groups()
+        assert int(m) == (n if noun == "column" else c)
+        assert _f(mu) == pytest.approx(float(mean[g]), rel=1e-3, abs=1e-4)
+        assert _f(sq) == pytest.approx(float(var[g]), rel=1e-3, abs=1e-4)
+        assert _f(got) == pytest.approx(float(y[r, k]), rel=1e-3, abs=1e-4)
+
+
+def _worked_out(p, cell: tuple[int, int]) -> None:
+    """The worked numbers below follow the pick (the fragment's rerun), one cell selected."""
+    r, k = cell
+    x = worked.fmt(float(WORKED[r, k]))
+    p.get_by_text(f"Cell (row {r + 1}, column {k + 1}) holds {x}.").wait_for()
+    wait_done(p, 120_000)
+    assert _selected(p, WKEY) == [r * WORKED.shape[1] + k]
+    _check_worked(p, cell)  # the highlight survives the rerun
+
+
+def test_worked_example_click_tap_and_keys_pick_exactly_that_cell(browser, counted) -> None:
+    url, log = counted
+    ctx, p = _worked(browser, url)
+    try:
+        runs = _runs(log)
+        cells = p.locator(f"{WKEY} [role=gridcell]")
+        cells.nth(1 * 3 + 2).hover()
+        _check_worked(p, (1, 2))  # answered in the browser: no run at all
+        cells.nth(0 * 3 + 1).click()
+        _check_worked(p, (0, 1))  # at once, before the server answers
+        _worked_out(p, (0, 1))
+        p.keyboard.press("ArrowDown")  # the focus stays on the clicked cell through the rerun
+        p.keyboard.press("ArrowRight")
+        _check_worked(p, (1, 2))  # the focused cell's column and row, before any pick
+        p.keyboard.press("Enter")
+        _worked_out(p, (1, 2))
+        assert_no_exception(p)
+        assert _runs(log) == runs, log.read_text().splitlines()[runs:]  # app.py never ran
+        assert not _axe(p, WKEY)
+    finally:
+        ctx.close()
+    ctx, p = _worked(browser, url, touch=True)
+    try:
+        runs = _runs(log)
+        _tap(p, p.locator(f"{WKEY} [role=gridcell]").nth(1 * 3 + 0))  # one real tap
+        _check_worked(p, (1, 0))
+        _worked_out(p, (1, 0))
         assert _runs(log) == runs
     finally:
         ctx.close()

@@ -374,31 +374,7 @@ def _send(monkeypatch: pytest.MonkeyPatch, at: object, key: str, **field: object
     monkeypatch.setattr(ElementTree, "get_widget_states", states)
 
 
-@pytest.mark.parametrize("event", CRAFTED_EVENTS, ids=range(len(CRAFTED_EVENTS)))
-def test_crafted_flat_view_clicks_on_axes(monkeypatch: pytest.MonkeyPatch, event: object) -> None:
-    import json
-
-    from conftest import assert_clean, run_app
-
-    at = run_app("axes")
-    _send(monkeypatch, at, "axes_flat_view", json_value=json.dumps(json.dumps(event)))
-    at.run()
-    assert_clean(at)
-
-
-@pytest.mark.parametrize("value", CRAFTED_STRINGS)
-def test_crafted_cell_picks_on_the_worked_example(
-    monkeypatch: pytest.MonkeyPatch, value: str
-) -> None:
-    from conftest import assert_clean, run_app
-
-    at = run_app("worked-example")
-    _send(monkeypatch, at, "wk_row", string_value=value)
-    at.run()
-    assert_clean(at)
-    at.run()  # the value stays in the session: the next run too
-    assert_clean(at)
-    assert [s.value for s in at.selectbox if s.key == "wk_row"] == [0]
+# (Crafted picks on the tensor grids of /axes, /practice, /worked-example: test_tensorgrid.py.)
 
 
 def _practice_grid(kind: str, seed: int) -> None:

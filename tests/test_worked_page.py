@@ -17,9 +17,12 @@ from conftest import (
     texts,
     wait_done,
 )
+from test_tensorgrid import grid_data, pick
 from torch import nn
 
 from normviz import worked
+
+GRID = "wk_grid"  # the cell picker's key (pages/worked-example.py)
 
 
 def _table(at, index: str):
@@ -61,17 +64,18 @@ def test_source_example_shows_the_printed_numbers() -> None:
     assert not at.warning and not at.error
 
 
-def test_every_cell_can_be_worked_out() -> None:
+def test_every_cell_can_be_worked_out(monkeypatch: pytest.MonkeyPatch) -> None:
     at = run_app("worked-example")
     assert_clean(at)
     page = texts(at)
     assert "Cell (row 1, column 1) holds 1" in page
     assert r"y_{1,1} = \frac{1 - 2}{\sqrt{1 + 10^{-5}}} = -1" in page  # BatchNorm, column 1
-    at.selectbox(key="wk_row").set_value(1).run()
-    at.selectbox(key="wk_col").set_value(2).run()
+    pick(monkeypatch, at, GRID, {"cell": [1, 2]})  # a click on row 2, column 3 of the grid
+    at.run()
     assert_clean(at)
     page = texts(at)
     assert "Cell (row 2, column 3) holds 9" in page
+    assert grid_data(at)["selected"] == 1 * 3 + 2
     assert "BatchNorm with column 3's μ and σ²; LayerNorm with row 2's μ and σ²" in page
     # BatchNorm: row 2 of every column; LayerNorm: column 3 of every row, numbers filled in
     assert r"y_{2,3} = \frac{9 - 8}{\sqrt{1 + 10^{-5}}} = 1" in page
@@ -81,9 +85,10 @@ def test_every_cell_can_be_worked_out() -> None:
     assert "**Column 3** (holds the selected cell)" in page
     assert "**Row 2** (holds the selected cell)" in page
     # a smaller matrix resets a cell that no longer exists
+    monkeypatch.undo()
     at.selectbox(key="wk_preset").set_value("one_row").run()
     assert_clean(at)
-    assert at.selectbox(key="wk_row").value == 0 and "Cell (row 1, column 3)" in texts(at)
+    assert grid_data(at)["selected"] == 0 and "Cell (row 1, column 1)" in texts(at)
 
 
 @pytest.mark.parametrize("preset", [k for k in worked.PRESETS if k != "source"])

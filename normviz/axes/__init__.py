@@ -1,7 +1,7 @@
 """The Axis Explorer (/axes): which cells share one mean and variance, and why.
 
 Shape a tensor, pick a method, pick a cell: the cells that share that cell's
-statistics light up in a 3D block and in a clickable flat view; the selected
+statistics light up in a 3D block and in the flat view's tensor grid; the selected
 group's numbers go through the formula; a contract card, custom axes, the classic
 confusions, every method side by side and the verified torch code follow.
 
@@ -21,6 +21,7 @@ from normviz.axes import (
     confusions,
     custom,
     flat,
+    gridview,
     group,
     multiples,
     pointwise,
@@ -29,7 +30,6 @@ from normviz.axes import (
 from normviz.axes.cells import (
     CELL_KNOBS,
     AxesSetup,
-    cell_from_point,
     cell_keys,
     cell_text,
     clamp_cell,
@@ -50,7 +50,7 @@ INTRO = (
 
 # The selection: the block and the flat view side by side, then the selected group's
 # numbers (the page reruns these alone when the cell changes).
-SELECTION: tuple[Section, ...] = (block.SECTION, flat.SECTION, group.SECTION)
+SELECTION: tuple[Section, ...] = (block.SECTION, gridview.SECTION, group.SECTION)
 # What the setting means, below the selection.
 REST: tuple[Section, ...] = (
     card.SECTION,
@@ -75,7 +75,6 @@ __all__ = [
     "AxesSetup",
     "block",
     "card",
-    "cell_from_point",
     "cell_keys",
     "cell_text",
     "clamp_cell",
@@ -84,6 +83,7 @@ __all__ = [
     "custom",
     "example_setup",
     "flat",
+    "gridview",
     "group",
     "group_slices",
     "linked_cell_warnings",

@@ -2,8 +2,8 @@
 
 `AxesSetup` is what every section of the page runs on: the shared settings resolved
 to one `Contract`, ε, the input generator and seed, and the selected cell. The
-selected cell is a page knob per axis (`cell_b`, `cell_t`, ...); the clickable flat
-view names a cell by its marker's customdata (`cell_from_point`).
+selected cell is a page knob per axis (`cell_b`, `cell_t`, ...); a pick in the flat
+view's tensor grid names a cell by its index (ui/tensorgrid.picked_cell).
 """
 
 from __future__ import annotations
@@ -94,27 +94,6 @@ def linked_cell_warnings(
                 )
             )
     return out
-
-
-def cell_from_point(point: object, shape: Sequence[int]) -> tuple[int, ...] | None:
-    """The cell a clicked flat-view marker names (its customdata), clamped; None if unusable.
-
-    The browser sends customdata as a list, or as {"0": i, "1": j, ...} when the
-    figure shipped it as a typed array.
-    """
-    raw = point.get("customdata") if isinstance(point, dict) else None
-    if isinstance(raw, dict):
-        try:
-            raw = [raw[k] for k in sorted(raw, key=int)]
-        except (TypeError, ValueError):
-            return None
-    if not isinstance(raw, list | tuple) or len(raw) != len(shape):
-        return None
-    try:
-        cell = [int(v) for v in raw]
-    except (TypeError, ValueError, OverflowError):
-        return None
-    return clamp_cell(shape, cell)
 
 
 def cell_text(layout: str, cell: Sequence[int]) -> str:

@@ -26,7 +26,8 @@ from plotly.colors import sample_colorscale, unlabel_rgb
 
 from normviz import style
 from normviz.axes import flat, window
-from normviz.axes.cells import AxesSetup
+from normviz.axes.block import PARTITION
+from normviz.axes.cells import AxesSetup, box_text, group_slices
 from normviz.core import Refusal, apply_contract
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
@@ -34,6 +35,7 @@ from normviz.practice import grid as pgrid
 from normviz.practice.common import Exercise, Verdict
 from normviz.sections import Progress, Section
 
+INTRO = "**Flat view** (click a cell to select it)"
 VALUE_STEPS = 33  # colours of the diverging value scale (odd: 0 has its own, white)
 PICK_MODES = ("one", "many", "none")  # a pick selects one cell, toggles cells, or nothing
 AXES_LEGEND = (
@@ -60,6 +62,36 @@ MARK_WORDS = {
 
 
 @dataclass(frozen=True)
+class Grouping:
+    """One way the drawn cells share μ and σ² (one method): each cell's group, and once per
+    group its μ and σ². A grid that works out two methods at once carries two (the worked
+    example: BatchNorm's columns and LayerNorm's rows); the browser lights and fills in both.
+    """
+
+    group: tuple[int, ...]  # per cell: its group, 0, 1, … in order of first appearance
+    mean: tuple[float | None, ...] = ()  # per group: μ (None for RMSNorm's groups)
+    var: tuple[float, ...] = ()  # per group: σ², or the mean square when not centred
+    m: int = 0  # values per group (every group of a contract has as many)
+    name: str = ""  # the method, when a grid carries more than one ("BatchNorm")
+    noun: str = "group"  # what one group is ("column"), numbered from 1 in the panel
+    colour: str = ""  # the outline of its lit group ("": the text colour)
+
+    def payload(self) -> dict:
+        return {
+            "group": list(self.group),
+            "mean": [None if v is None else float(v) for v in self.mean],
+            "var": [float(v) for v in self.var],
+            "m": self.m,
+            "name": self.name,
+            "noun": self.noun,
+            "colour": self.colour,
+        }
+
+
+NO_GROUPS = Grouping(group=())
+
+
+@dataclass(frozen=True)
 class Grid:
     """The tensor grid's data: the drawn window of a tensor, its colours and its groups.
 
@@ -67,7 +99,7 @@ class Grid:
     window in the whole tensor (`shape`). Per-group lists are indexed by `group`.
     """
 
-    layout: str
+    layout: str  # a layout's key ("" with `dims`)
     shape: tuple[int, ...]  # the whole tensor
     start: tuple[int, ...]  # the drawn window: its first index per axis
     size: tuple[int, ...]  # ... and its size per axis
@@ -77,10 +109,7 @@ class Grid:
     pick: str = "one"  # one of PICK_MODES
     values: tuple[float, ...] = ()  # per cell: x (empty: values not shown)
     text: tuple[str, ...] = ()  # per cell: a short label drawn inside it (empty: none)
-    group: tuple[int, ...] = ()  # per cell: its statistic group (empty: groups not shown)
-    mean: tuple[float | None, ...] = ()  # per group: μ (None for RMSNorm's groups)
-    var: tuple[float, ...] = ()  # per group: σ², or the mean square when not centred
-    m: int = 0  # values per group (every group of a contract has as many)
+    groupings: tuple[Grouping, ...] = ()  # how cells share statistics (empty: not shown)
     eps: float = 1e-5
     selected: int | None = None  # the selected cell (pick="one"), a window index
     picked: tuple[int, ...] = ()  # the picked cells (pick="many"), window indices
@@ -88,10 +117,13 @@ class Grid:
     note: str = ""  # what the window leaves out ("" when everything is drawn)
     legend: str = ""  # what the marks mean and what a pick does, under the grid
     alt: tuple[str, ...] = field(default=(), compare=False)  # the grid in sentences
+    # the axes' names when they are words, not a layout's letters (("row", "column")): cells
+    # are then named "row 1, column 2", counted from 1 as the page's words count them
+    dims: tuple[str, ...] = ()
 
     @property
     def axes(self) -> tuple[str, ...]:
-        return LAYOUTS[self.layout].axes
+        return self.dims or LAYOUTS[self.layout].axes
 
     @property
     def n_cells(self) -> int:
@@ -116,11 +148,11 @@ class Grid:
         browser rebuilds its cells then, and otherwise only moves the selection)."""
         body = {
             "axes": list(self.axes),
-            "names": [LAYOUTS[self.layout].names[a] for a in self.axes],
+            "words": bool(self.dims),
             "shape": list(self.shape),
             "start": list(self.start),
             "size": list(self.size),
-            "rowDims": 2,
+            "rowDims": min(2, len(self.shape) - 1),  # rows: B·T or N·C (a matrix's rows)
             "palette": list(self.palette),
             "ink": [style.ink(c) for c in self.palette],
             "fill": list(self.fill),
@@ -128,10 +160,9 @@ class Grid:
             "pick": self.pick,
             "values": [float(v) for v in self.values],
             "text": list(self.text),
-            "group": list(self.group),
-            "mean": [None if v is None else float(v) for v in self.mean],
-            "var": [float(v) for v in self.var],
-            "m": self.m,
+            # the first grouping's fields at the top (as a grid with one has them), the rest
+            **(self.groupings or (NO_GROUPS,))[0].payload(),
+            "more": [g.payload() for g in self.groupings[1:]],
             "eps": self.eps,
             "marks": {k: list(v) for k, v in self.marks},
             "note": self.note,
@@ -214,16 +245,36 @@ def axes_grid(setup: AxesSetup, knobs: Mapping[str, Value]) -> Grid:
         fill=fill,
         label=f"{con.method_obj.label} on {con.layout_obj.shape_text(con.shape)}",
         values=tuple(float(v) for v in vals),
-        group=tuple(int(g) for g in group),
-        mean=mean,
-        var=var,
-        m=con.group_size,
+        groupings=(Grouping(tuple(int(g) for g in group), mean, var, con.group_size),),
         eps=float(setup.eps),
         note=win.note(),
         legend=AXES_LEGEND,
-        alt=tuple(flat.alt(view)),
+        alt=tuple(axes_alt(view)),
     )
     return grid_with_selection(grid, setup.selected)
+
+
+def axes_alt(view: flat.FlatView) -> list[str]:
+    """The flat view's grid in words: rows, columns, values, the selected cell and group."""
+    con, cell, win, vals = view.contract, view.cell, view.window, view.values
+    lay, fl = LAYOUTS[con.layout], flat.flat_layout(con.layout)
+    rows = " · ".join(f"{lay.axes[d]} ({win.size[d]})" for d in fl.row_dims)
+    cols = " · ".join(f"{lay.axes[d]} ({win.size[d]})" for d in fl.col_dims)
+    ids = window.window_ids(con, win)
+    mine = vals[ids == int(con.stat_ids()[cell])]
+    at = int(np.flatnonzero((win.indices() == np.asarray(cell)).all(axis=1))[0])
+    box = box_text(con.layout, group_slices(con, cell))
+    drawn = " where drawn" if win.capped else ""
+    out = [
+        f"The tensor unfolded to a grid: rows {rows}, columns {cols}; "
+        f"x runs from {vals.min():.3g} to {vals.max():.3g}.",
+        f"The selected cell {lay.shape_text(cell)} (marked ✕) holds x = {vals[at]:.3g}. "
+        f"Its group of m = {con.group_size:,} values ({box})"
+        f" is outlined in black, x from {mine.min():.3g} to {mine.max():.3g}{drawn}; "
+        "the other cells are dimmed.",
+    ]
+    groups = f"Colours show the {con.n_stats:,} statistic groups (they repeat)."
+    return out + [s for s in (groups if view.partition else "", win.note()) if s]
 
 
 def grid_with_selection(grid: Grid, cell: Sequence[int]) -> Grid:
@@ -235,13 +286,7 @@ def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Gri
     return axes_grid(setup, knobs)
 
 
-SECTION = Section(
-    slug="grid",
-    label="Flat view",
-    intro=flat.INTRO,
-    run=run,
-    knobs=flat.SECTION.knobs,
-)
+SECTION = Section(slug="grid", label="Flat view", intro=INTRO, run=run, knobs=(PARTITION,))
 
 
 # ---- the practice page's grids ----------------------------------------------------------
@@ -288,8 +333,9 @@ def exercise_grid(
         pick="many" if open_ else "none",
         values=tuple(float(v) for v in ex.values) if ex.colour == "values" else (),
         text=text,
-        group=() if groups is None else tuple(int(g - 1) for g in groups),
-        m=case.contract().group_size if groups is not None else 0,
+        groupings=()
+        if groups is None
+        else (Grouping(tuple(int(g - 1) for g in groups), m=case.contract().group_size),),
         picked=tuple(sorted(i for i in picked if 0 <= i < n)),
         marks=tuple(marks),
         legend=legend[:1].upper() + legend[1:],

@@ -18,6 +18,7 @@ from __future__ import annotations
 from normviz.sections import Section
 from normviz.worked import moments, source, walkthrough
 from normviz.worked.moments import Moments, MomentsView, controls, moments_table
+from normviz.worked.picker import cell_grid
 from normviz.worked.presets import EDITOR_HELP, PRESETS, Preset, preset_frame
 from normviz.worked.source import SourceCheck, is_source, source_comparison
 from normviz.worked.stepping import method_frames
@@ -96,6 +97,7 @@ __all__ = [
     "Walkthrough",
     "WorkedInputError",
     "as_matrix",
+    "cell_grid",
     "cell_text",
     "controls",
     "eps_tex",

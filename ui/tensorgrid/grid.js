@@ -21,9 +21,26 @@ function epsText(e) {
   return e > 0 && Math.abs(p - Math.round(p)) < 1e-9 ? `1e${Math.round(p)}`.replace("-", "−") : num(e);
 }
 
+function axisText(d, a, i) {
+  // a tensor's axis letter and 0-based index (B=1), or a matrix's word and 1-based (row 2)
+  return d.words ? `${a} ${i + 1}` : `${a}=${i}`;
+}
+
 function cellName(d, i) {
   const idx = tensorIndex(d, i);
-  return d.axes.map((a, k) => `${a}=${idx[k]}`).join(", ");
+  return d.axes.map((a, k) => axisText(d, a, idx[k])).join(", ");
+}
+
+function groupings(d) {
+  // the grid's statistic groupings: the first one's fields sit at the top of the data
+  if (!d.group.length) return [];
+  const first = { group: d.group, mean: d.mean, var: d.var, m: d.m, name: d.name, noun: d.noun, colour: d.colour };
+  return [first, ...(d.more || [])];
+}
+
+function groupName(gr, g) {
+  // "Its group" for a grid of one method; "BatchNorm, column 2" for one of several
+  return gr.name ? `${gr.name}, ${gr.noun} ${g + 1}` : "Its group";
 }
 
 function tensorIndex(d, i) {
@@ -39,48 +56,46 @@ function prod(a) {
   return a.reduce((p, v) => p * v, 1);
 }
 
-// the numbers of cell i: x, its group's m, μ, σ² and y (γ = 1, β = 0)
-function numbers(d, i) {
-  const out = { name: cellName(d, i) };
-  if (d.values.length) out.x = d.values[i];
-  if (d.group.length) {
-    out.g = d.group[i];
-    if (d.var.length) {
-      out.mean = d.mean[out.g];
-      out.var = d.var[out.g];
-      const den = Math.sqrt(out.var + d.eps);
-      out.y = out.mean === null ? out.x / den : (out.x - out.mean) / den;
-    }
+// cell i's numbers in one grouping: its group g, the group's μ, σ² and y (γ = 1, β = 0)
+function numbers(d, gr, i) {
+  const out = { g: gr.group[i] };
+  if (gr.var.length) {
+    out.mean = gr.mean[out.g];
+    out.var = gr.var[out.g];
+    const den = Math.sqrt(out.var + d.eps);
+    out.y = out.mean === null ? d.values[i] / den : (d.values[i] - out.mean) / den;
   }
   return out;
 }
 
-function describe(d, i) {
-  const n = numbers(d, i);
+function describe(d, gs, i) {
   const lines = [];
-  let head = `Cell ${n.name}`;
-  if (n.x !== undefined) head += `: x = ${num(n.x)}`;
+  const x = d.values.length ? d.values[i] : undefined;
+  let head = `Cell ${cellName(d, i)}`;
+  if (x !== undefined) head += `: x = ${num(x)}`;
   if (d.text.length && !d.values.length) head += ` (shows ${d.text[i]})`;
   lines.push(head);
-  if (n.var !== undefined) {
-    const mine = d.group.filter((g) => g === n.g).length;
-    const drawn = mine < d.m ? ` (${mine} drawn)` : "";
-    if (n.mean === null) {
-      lines.push(`Its group: m = ${d.m.toLocaleString()} values${drawn}, mean square = ${num(n.var)}`);
-      lines.push(
-        `y = x / √(ms + ε) = ${num(n.x)} / √(${num(n.var)} + ${epsText(d.eps)}) = ${num(n.y)}`
-      );
-    } else {
-      const mu = n.mean < 0 ? `(${num(n.mean)})` : num(n.mean);
-      lines.push(
-        `Its group: m = ${d.m.toLocaleString()} values${drawn}, μ = ${num(n.mean)}, σ² = ${num(n.var)}`
-      );
-      lines.push(
-        `y = (x − μ) / √(σ² + ε) = (${num(n.x)} − ${mu}) / √(${num(n.var)} + ${epsText(d.eps)}) = ${num(n.y)}`
-      );
+  for (const gr of gs) {
+    const n = numbers(d, gr, i);
+    const who = groupName(gr, n.g);
+    if (n.var !== undefined) {
+      const mine = gr.group.filter((g) => g === n.g).length;
+      const drawn = mine < gr.m ? ` (${mine} drawn)` : "";
+      if (n.mean === null) {
+        lines.push(`${who}: m = ${gr.m.toLocaleString()} values${drawn}, mean square = ${num(n.var)}`);
+        lines.push(`y = x / √(ms + ε) = ${num(x)} / √(${num(n.var)} + ${epsText(d.eps)}) = ${num(n.y)}`);
+      } else {
+        const mu = n.mean < 0 ? `(${num(n.mean)})` : num(n.mean);
+        lines.push(
+          `${who}: m = ${gr.m.toLocaleString()} values${drawn}, μ = ${num(n.mean)}, σ² = ${num(n.var)}`
+        );
+        lines.push(
+          `y = (x − μ) / √(σ² + ε) = (${num(x)} − ${mu}) / √(${num(n.var)} + ${epsText(d.eps)}) = ${num(n.y)}`
+        );
+      }
+    } else if (gr.m) {
+      lines.push(`${who}: m = ${gr.m.toLocaleString()} values`);
     }
-  } else if (n.g !== undefined && d.m) {
-    lines.push(`Its group: m = ${d.m.toLocaleString()} values`);
   }
   return lines;
 }
@@ -90,14 +105,16 @@ function build(root, d) {
   const nCols = prod(d.size.slice(d.rowDims));
   const rowAxes = d.axes.slice(0, d.rowDims);
   const colAxes = d.axes.slice(d.rowDims);
+  const gs = groupings(d);
   root.innerHTML = "";
   for (const [k, v] of Object.entries(d.colours || {})) root.style.setProperty(`--tg-${k}`, v);
+  gs.forEach((gr, k) => gr.colour && root.style.setProperty(`--tg-g${k}`, gr.colour));
   const note = document.createElement("p");
   note.className = "tg-note";
   note.textContent = d.note;
   note.hidden = !d.note;
   const grid = document.createElement("div");
-  grid.className = "tg-grid";
+  grid.className = gs.length > 1 ? "tg-grid tg-multi" : "tg-grid";
   grid.setAttribute("role", "grid");
   grid.setAttribute("aria-label", `${d.label}: rows ${rowAxes.join("·")}, columns ${colAxes.join("·")}`);
   grid.setAttribute("aria-rowcount", String(nRows + 1));
@@ -118,7 +135,7 @@ function build(root, d) {
     h.className = "tg-ch";
     h.setAttribute("role", "columnheader");
     const idx = tensorIndex(d, c).slice(d.rowDims);
-    const label = colAxes.map((a, k) => `${a}${idx[k]}`).join(" ");
+    const label = colAxes.map((a, k) => (d.words ? axisText(d, a, idx[k]) : `${a}${idx[k]}`)).join(" ");
     h.setAttribute("aria-label", label);
     h.dataset.label = label;
     colHeads.push(h);
@@ -134,7 +151,7 @@ function build(root, d) {
     rh.className = "tg-rh";
     rh.setAttribute("role", "rowheader");
     const idx = tensorIndex(d, r * nCols).slice(0, d.rowDims);
-    const label = rowAxes.map((a, k) => `${a}${idx[k]}`).join(" ");
+    const label = rowAxes.map((a, k) => (d.words ? axisText(d, a, idx[k]) : `${a}${idx[k]}`)).join(" ");
     rh.setAttribute("aria-label", label);
     rh.dataset.label = label;
     rowHeads.push(rh);
@@ -154,7 +171,9 @@ function build(root, d) {
         label.textContent = d.text[i];
         cell.appendChild(label);
       }
-      const group = d.group.length ? `, group ${d.group[i] + 1} of m = ${d.m}` : "";
+      const group = gs
+        .map((gr) => `, ${gr.name ? gr.name + " " : ""}${gr.noun} ${gr.group[i] + 1} of m = ${gr.m}`)
+        .join("");
       const x = d.values.length ? `, x = ${num(d.values[i])}` : "";
       const shown = d.text.length && !d.values.length ? `, ${d.text[i]}` : "";
       cell.setAttribute("aria-label", `${cellName(d, i)}${x}${shown}${group}`);
@@ -171,12 +190,15 @@ function build(root, d) {
   legend.textContent = d.legend;
   legend.hidden = !d.legend;
   root.append(note, grid, info, legend);
-  const groups = new Map();
-  d.group.forEach((g, i) => {
-    if (!groups.has(g)) groups.set(g, []);
-    groups.get(g).push(cells[i]);
+  const groups = gs.map((gr) => {
+    const by = new Map();
+    gr.group.forEach((g, i) => {
+      if (!by.has(g)) by.set(g, []);
+      by.get(g).push(cells[i]);
+    });
+    return by;
   });
-  return { grid, cells, info, nRows, nCols, colHeads, rowHeads, groups, lit: [] };
+  return { grid, cells, info, nRows, nCols, colHeads, rowHeads, gs, groups, lit: [] };
 }
 
 function layoutCells(st) {
@@ -198,17 +220,22 @@ function layoutCells(st) {
 
 function light(st, d, i) {
   // highlight cell i's group (or nothing), show its numbers
-  for (const c of st.lit) c.classList.remove("tg-in");
+  // (in every grouping: a grid of two methods lights a column and a row, each its own ring)
+  for (const c of st.lit) c.classList.remove("tg-in", "tg-in-0", "tg-in-1");
   st.lit = [];
-  const on = i !== null && i !== undefined && d.group.length > 0;
+  const on = i !== null && i !== undefined && st.gs.length > 0;
   st.grid.classList.toggle("tg-lit", on);
   if (on) {
-    st.lit = st.groups.get(d.group[i]) || [];
-    for (const c of st.lit) c.classList.add("tg-in");
+    st.gs.forEach((gr, k) => {
+      for (const c of st.groups[k].get(gr.group[i]) || []) {
+        c.classList.add("tg-in", `tg-in-${k}`);
+        st.lit.push(c);
+      }
+    });
   }
   st.info.replaceChildren();
   if (i === null || i === undefined) return;
-  for (const line of describe(d, i)) {
+  for (const line of describe(d, st.gs, i)) {
     const p = document.createElement("p");
     p.textContent = line;
     st.info.appendChild(p);
