@@ -65,9 +65,8 @@ async def _page(ctx, url: str):  # type: ignore[no-untyped-def]
 
 async def _start(p) -> str:  # type: ignore[no-untyped-def]
     """Start a class from the solo view; its code (read off the page)."""
-    await p.get_by_text("Teach a live class").click()
-    await p.locator(".st-key-pr_start button").click()
-    await p.get_by_text("Live class, question 1").wait_for()
+    await p.locator(".st-key-pr_start button").first.click()  # (its help tooltip doubles it)
+    await p.locator(".st-key-pr_qr img").wait_for()  # the projector's screen (ui.projector)
     await _done(p)
     return (await p.locator("[data-testid=stMetricValue]").first.inner_text()).strip()
 
@@ -84,9 +83,11 @@ async def _teacher_view(p) -> bool:  # type: ignore[no-untyped-def]
     from playwright.async_api import TimeoutError as Late
 
     try:
-        for k in ("pr_reveal", "pr_push", "pr_end"):
+        for k in ("pr_reveal", "pr_end"):
             button = p.locator(f".st-key-{k} button").first  # a help icon is a button too
             await button.wait_for(state="attached", timeout=60_000)
+        # "Next question" opens a popover holding the exercise choice and its button
+        await p.get_by_role("button", name="Next question").wait_for(timeout=60_000)
     except Late:
         return False
     return True
