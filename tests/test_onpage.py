@@ -130,7 +130,9 @@ FIRST_SCREEN_NOT_YET = {
     "choose": "the decision guide has no chart; its recommendation is below the three questions",
 }
 FIRST_CHART_JS = """() => {
-    const c = document.querySelector('[data-testid=stMain] [data-testid=stPlotlyChart]');
+    // a plotly chart, or a components-v2 figure (the tensor grid, the step-through player)
+    const c = document.querySelector('[data-testid=stMain] [data-testid=stPlotlyChart], '
+        + '[data-testid=stMain] [data-testid=stBidiComponentIsolated]');
     return c ? Math.round(c.getBoundingClientRect().top) : null;
 }"""
 # home and the worked example change nothing in the URL: their steps read the page (the

@@ -170,7 +170,7 @@ BOXES = {  # what the first screen must hold, by selector
     "code": "[data-testid=stMetricValue]",
     "qr": ".st-key-pr_qr img",
     "address": ".st-key-pr_link_box [data-testid=stCode]",
-    "grid": ".st-key-pr_question [data-testid=stPlotlyChart]",
+    "grid": ".st-key-pr_question [data-testid=stBidiComponentIsolated]",  # ui/tensorgrid.py
     "tally": ".st-key-pr_tally_box [data-testid=stPlotlyChart]",
     "reveal": ".st-key-pr_reveal button",
     "next": "[data-testid=stPopover] button",
@@ -226,7 +226,7 @@ def test_the_projector_screen_fits_1280x720_and_a_phone_shows_the_question(tmp_p
         student = findings(probe(phone))
         seen = {
             "prompt": phone.get_by_text("Which other cells share").first.bounding_box(),
-            "grid": phone.locator("[data-testid=stPlotlyChart]").first.bounding_box(),
+            "grid": phone.locator("[data-testid=stBidiComponentIsolated]").first.bounding_box(),
             "send": phone.locator(".st-key-pr_submit button").bounding_box(),
         }
         b.close()

@@ -392,11 +392,11 @@ def _practice_grid(kind: str, seed: int) -> None:
 def test_crafted_grid_clicks_and_cells_on_practice(
     monkeypatch: pytest.MonkeyPatch, event: object
 ) -> None:
-    """The exercise grid's click (`_on_pick`) and the picked-cells multiselect with
-    names the grid never offered: ignored, and the answer holds only offered cells."""
-    import json
-
+    """The exercise grid's pick (ui/tensorgrid.py, `_on_pick`) and the picked-cells
+    multiselect with values the grid never offered: ignored, and the answer holds only
+    offered cells."""
     from streamlit.testing.v1 import AppTest
+    from test_tensorgrid import pick
 
     from normviz import practice
 
@@ -404,7 +404,7 @@ def test_crafted_grid_clicks_and_cells_on_practice(
     at.run()
     assert not at.exception
     names = list(practice.cell_names(practice.exercise("cells", 3).case))
-    _send(monkeypatch, at, "pr_cells_t_chart0", json_value=json.dumps(json.dumps(event)))
+    pick(monkeypatch, at, "pr_grid_t", event)  # a modified client's pick
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     monkeypatch.undo()
