@@ -50,8 +50,7 @@ def _on_pick(shape: tuple[int, int]) -> None:
 
 
 def cell_picker(res: worked.Walkthrough) -> tuple[int, int]:
-    """The cell (row, column; 0-based) whose computation is worked out, for both methods:
-    hovering shows its BatchNorm column's and LayerNorm row's numbers in the browser."""
+    """The picked cell (row, column; 0-based), for both methods (normviz.worked.picker)."""
     shape = res.x.shape
     cell = safe.cell(st.session_state.get(CELL), shape) or (0, 0)  # the matrix may shrink
     st.session_state[CELL] = cell

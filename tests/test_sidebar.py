@@ -12,7 +12,7 @@ import keys
 import pytest
 from conftest import assert_clean, run_app, url_value
 
-from benchmarks.common import page_ids, url_path
+from benchmarks.common import app_test, page_ids, url_path
 from normviz import LAYOUTS
 from ui.pages import CONTROLS, controls
 
@@ -154,3 +154,15 @@ def test_values_outlive_a_page_that_does_not_draw_them() -> None:
     assert at.sidebar.number_input(key="seed").value == 9
     assert at.toggle(key=keys.key("axes", "partition")).value is True
     assert url_value(at, "partition") == "1"
+
+
+def test_a_link_with_minilms_epsilon_keeps_it() -> None:
+    """ε = 1e-12 (MiniLM's layer_norm_eps) was shown and used as 0: Streamlit matches a
+    float value to a float option within 5e-12. Found by the query-string fuzz."""
+    at = app_test("axes", {"eps": "1e-12", "seed": "x"})
+    at.run()
+    assert at.sidebar.select_slider(key="eps").value == 1e-12
+    assert at.session_state["_settings"].eps == 1e-12 and url_value(at, "eps") == "1e-12"
+    assert any("`seed=x`" in w.value for w in at.warning)  # the view is the link's
+    at.sidebar.select_slider(key="eps").set_value(0.0).run()
+    assert at.session_state["_settings"].eps == 0.0 and url_value(at, "eps") == "0"

@@ -110,7 +110,9 @@ def _method(sb: Any, shown: set[str], layout: str) -> str:
     if "eps" in shown:
         sb.select_slider(
             "ε (added to σ²)",
-            options=list(ns.EPS_CHOICES),
+            # ε = 0 as the int 0: Streamlit matches a float value to a float option within
+            # 5e-12, which would take MiniLM's ε = 1e-12 for 0 (an int is matched exactly)
+            options=[0 if v == 0 else v for v in ns.EPS_CHOICES],
             key="eps",
             persist_state=state.KEEP,
             format_func=lambda v: "0" if v == 0 else f"{v:.0e}",
