@@ -87,6 +87,9 @@ BASE = """
 [data-testid="stTabs"] [role="tab"][aria-selected="true"] {
   box-shadow: inset 0 -3px 0 0 currentColor;
 }
+/* the projector's question grid shares the screen with the tally (ui/projector.py): its
+   rows at most 10 rem tall together (the tensor grid reads --tg-rows-rem; 40 elsewhere) */
+.st-key-pr_question { --tg-rows-rem: 10; }
 """
 
 # presenter mode's larger sizes apply on screens wider than this (a link shared with

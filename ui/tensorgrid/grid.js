@@ -208,7 +208,9 @@ function layoutCells(st) {
   const rem = parseFloat(getComputedStyle(document.documentElement).fontSize) || 16;
   const labelW = st.rowHeads.length ? st.rowHeads[0].getBoundingClientRect().width : 0;
   const colW = Math.max(1, (w - labelW) / st.nCols);
-  const h = Math.max(6, Math.min(colW, 1.75 * rem, Math.max(6, (40 * rem) / st.nRows)));
+  // all rows together at most --tg-rows-rem (inherited from the page: ui/css.py) or 40 rem
+  const rows = parseFloat(getComputedStyle(st.grid).getPropertyValue("--tg-rows-rem")) || 40;
+  const h = Math.max(6, Math.min(colW, 1.75 * rem, Math.max(6, (rows * rem) / st.nRows)));
   st.grid.style.setProperty("--h", `${h}px`);
   const fit = (px, need) => Math.max(1, Math.ceil(need / px));
   const colStep = fit(colW, 0.6 * rem * Math.max(...st.colHeads.map((c) => c.dataset.label.length)) + 4);
