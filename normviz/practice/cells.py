@@ -17,10 +17,11 @@ from normviz.practice.show import contract_words, section
 SLUG = "cells"
 LABEL = "Same statistics"
 INTRO = (
-    "Click every other cell that shares its statistics (μ and σ², or RMSNorm's mean "
-    "square) with the marked (black) cell; the marked cell itself is given. The box tool "
-    "above the grid picks several at once; click a cell again to drop it. The list below "
-    "the grid holds the same selection (type a cell's name to add it from the keyboard)."
+    "Click or tap every other cell that shares its statistics (μ and σ², or RMSNorm's "
+    "mean square) with the marked (black) cell; the marked cell itself is given. Click a "
+    "cell again to drop it. On the keyboard, move through the grid with the arrow keys and "
+    "press Enter to pick or drop a cell. The list below the grid holds the same selection "
+    "(type a cell's name there to add it)."
 )
 POOL = EVERY_METHOD
 
