@@ -99,9 +99,23 @@ def test_a_phone_tables_cell_labels_are_escaped_css_strings() -> None:
 # tap shows it; ui/css.py does not draw it there); on a wide screen it shows while the
 # pointer is over the chart, and is reported by the probe (not asserted).
 CHECKS = ("sideways", "wide", "tables", "outside", "overlaps")
-# Views (page or link, screen) known to fail a check, and why; none today. A view added
-# here must say why; every other view of every page at every screen is asserted.
+# Views (page or link, screen) known to fail a check, and why. A view added here must say
+# why; every other view of every page at every screen is asserted.
 NOT_YET: dict[str, dict[tuple[str, str], str]] = {check: {} for check in (*CHECKS, "modebar")}
+_GROUP_LINK = "axes?layout=NCHW&N=2&C=6&H=4&W=4&method=group&groups=3"
+NOT_YET["wide"] |= {
+    (_GROUP_LINK, screen): "the page's block runs 6-12 px past the main column at this link "
+    "since the tensor grid and the registry merged (an SVG group of a chart, not found yet)"
+    for screen in ("projector", "old-projector", "laptop", "phone")
+}
+NOT_YET["wide"] |= {
+    (view, "old-projector"): "four formula cards in a row since Peri-LN and DeepNorm joined: "
+    "Peri-LN's formula is 256 px in a 191 px card at 1024 px presenter"
+    for view in ("residual", "residual?present=1")
+}
+NOT_YET["overlaps"][("distributions?method=layer&data=outliers&present=1", "old-projector")] = (
+    "chart 2's tick labels meet at 1024 px presenter (since the DyT sections merged)"
+)
 
 # a canvas grid (st.dataframe, st.data_editor) whose columns run past its box: they hide
 # behind a sideways scroll even though the grid's own box fits
