@@ -28,7 +28,8 @@ LISTS: dict[str, str] = {
     "training": "the training lab's norms (the CNN over (N, C, H, W))",
     "training-mlp": "the training lab's norms on the MLP ((B, C) activations: T = 1)",
     "residual": "the norm in the residual stream on /residual",
-    "practice": "the practice exercises that draw a method (compute y, choose, cells)",
+    "practice": "the practice exercises that draw a method (name it; the exercises that need "
+    "a statistic (cells, count, compute y, choose) take the list's methods with statistics)",
     "guide": "the guide's table of methods on /choose",
     "outliers": "the feature-dimension comparison on /distributions",
 }
@@ -279,7 +280,8 @@ METHODS: dict[str, Method] = {
             },
             colour="#000000",
             symbol="star",
-            lists=frozenset({"guide", "outliers"}),
+            # practice: "name the method" shows its pattern, every cell a group of its own
+            lists=frozenset({"guide", "outliers", "practice"}),
             audit_types=(DyT,),
             natural_setting="transformers, as a drop-in for LayerNorm (Zhu et al. 2025)",
             best_for="transformers where a norm's reductions cost time; one scalar α per layer",

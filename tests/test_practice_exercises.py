@@ -109,7 +109,9 @@ def test_naming_truth_agrees_with_identify_and_group_ids(seed: int) -> None:
             assert {answer} == expected
         else:  # no named layer: only GroupNorm (any G) could draw it, else "none of these"
             assert answer in ("none", "group")
-    if answer not in ("none",):
+    if answer != "none" and METHODS[answer].kind == "elementwise":
+        _assert_pools_nothing(case)
+    elif answer != "none":
         m = METHODS[answer]
         C = case.shape[normviz.LAYOUTS[case.layout].channel_axis]
         gs = [g for g in range(2, C) if C % g == 0] if m.grouped else [None]
@@ -121,6 +123,22 @@ def test_naming_truth_agrees_with_identify_and_group_ids(seed: int) -> None:
     assert grade(ex, answer).correct
     for other, _ in ex.options:
         assert grade(ex, other).correct == (other == answer)
+
+
+def _assert_pools_nothing(case: common.Case) -> None:
+    """An elementwise case's pattern is every cell its own group, and torch's run of the
+    registry's module agrees: nudging one cell moves its own output and no other."""
+    ids = case.ids().reshape(-1)
+    assert sorted(ids.tolist()) == list(range(ids.size))
+    m = METHODS[case.method]
+    x = _x(case, 3)
+    with torch.no_grad():
+        y0 = m.apply(x, case.layout).reshape(-1)
+        for j in range(ids.size):
+            x2 = x.clone().reshape(-1)
+            x2[j] += 3.0
+            moved = (m.apply(x2.reshape(case.shape), case.layout).reshape(-1) - y0).abs() > 1e-12
+            assert moved.nonzero().flatten().tolist() == [j], (case, j)
 
 
 def _identified(case: common.Case) -> set[str]:
@@ -138,7 +156,76 @@ def _identified(case: common.Case) -> set[str]:
 
 def test_naming_covers_every_answer() -> None:
     seen = {naming.make(s).truth[0] for s in range(120)}
-    assert seen == {*normviz.STANDARD_METHODS, "none"}
+    assert seen == {*normviz.methods.listed("practice"), "none"}
+    assert "dyt" in seen  # the registry's flag puts DyT's "no statistics" on the list
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_naming_dyt_is_the_pattern_where_nothing_is_pooled(seed: int) -> None:
+    """Over many seeds: the exercise's DyT cases are answered DyT and only DyT, every cell
+    its own group (torch agrees, above); every other case has groups of 2 or more, so the
+    all-singletons answer never fits another exercise."""
+    ex = naming.make(seed)
+    if ex.case.method == "dyt":
+        assert ex.truth == ("dyt",)
+        assert ex.case.group_size == 1 and "pools nothing" in ex.explanation[0]
+        assert f"each of the {ex.n_cells} cells is a group of its own" in ex.explanation[0]
+        assert "The layer subtracts no mean." in ex.prompt
+        assert ex.n_cells <= naming.MAX_ELEMENTWISE_CELLS
+        _assert_pools_nothing(ex.case)
+    else:
+        assert ex.case.group_size >= 2 and "dyt" not in ex.truth
+
+
+def test_grading_a_dyt_answer() -> None:
+    ex = next(e for e in map(naming.make, range(40)) if e.truth == ("dyt",))
+    assert ("dyt", "DyT") in ex.options
+    v = grade(ex, "dyt")
+    assert v.correct and v.headline == "Correct."
+    for wrong in ("layer", "rms", "none"):
+        v = grade(ex, wrong)
+        assert not v.correct and v.headline == "Not quite: the answer is **DyT**."
+    assert practice.describe(ex, "dyt") == "DyT"
+    rows = practice.tally(ex, {"dyt": 4, "layer": 2})
+    assert [(r.label, r.count, r.correct) for r in rows] == [
+        ("DyT", 4, True),
+        ("LayerNorm", 2, False),
+    ]
+    # a DyT answer to a LayerNorm pattern is wrong
+    ln = next(e for e in map(naming.make, range(40)) if e.truth == ("layer",))
+    assert not grade(ln, "dyt").correct
+
+
+@pytest.mark.parametrize(
+    ("method", "layout", "shape", "groups"),
+    [
+        ("batch", "BTC", (3, 2, 4), None),
+        ("layer", "NCHW", (2, 4, 1, 3), None),
+        ("instance", "BTC", (2, 3, 2), None),
+        ("group", "NCHW", (2, 4, 2, 2), 2),
+        ("rms", "BTC", (2, 3, 4), None),
+    ],
+)
+def test_dependence_ids_are_group_ids_for_methods_with_statistics(
+    method: str, layout: str, shape: tuple[int, ...], groups: int | None
+) -> None:
+    """The Jacobian reading that gives DyT's groups gives every other method's group_ids."""
+    ids = common.dependence_ids(method, layout, shape, groups)
+    assert naming.same_partition(ids, normviz.group_ids(method, layout, shape, groups))
+
+
+@pytest.mark.parametrize("kind", ["cells", "count", "compute", "choose"])
+def test_the_kinds_that_need_a_statistic_draw_no_elementwise_method(kind: str) -> None:
+    """DyT is on the practice list, but it has no group to pick, no statistic to count and
+    no μ to compute: those kinds (and the scenario questions' method options) skip it."""
+    assert "dyt" in normviz.methods.listed("practice")
+    assert set(common.STATISTICS) == {
+        k for k in normviz.methods.listed("practice") if METHODS[k].kind == "statistics"
+    }
+    for seed in range(60):
+        ex = practice.exercise(kind, seed)
+        assert ex.case is None or METHODS[ex.case.method].kind == "statistics"
+        assert "dyt" not in dict(ex.options)
 
 
 @FAST

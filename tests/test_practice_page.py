@@ -89,6 +89,29 @@ def test_cells_grade_shows_missed_and_extra() -> None:
     assert len(marks["missed"]) == 1 and len(marks["extra"]) == 1
 
 
+def test_name_the_method_shows_and_grades_dyt() -> None:
+    """/practice?kind=name at a seed whose pattern is DyT's: every cell a group of its own
+    in the grid it ships, DyT among the options, a DyT answer graded right."""
+    seed = next(s for s in range(40) if practice.exercise("name", s).truth == ("dyt",))
+    ex = practice.exercise("name", seed)
+    at = run_app("practice", {"kind": "name", "seed": str(seed)})
+    assert_clean(at)
+    assert ex.prompt in texts(at)
+    (grid,) = at.get("bidi_component")
+    shipped = json.loads(grid.proto.json)
+    assert sorted(shipped["group"]) == list(range(ex.n_cells)) and shipped["m"] == 1
+    assert shipped["mean"] == [] and shipped["var"] == []  # nothing to give away
+    assert shipped["text"] == [str(i + 1) for i in range(ex.n_cells)]  # each its own number
+    radio = at.radio(key=f"pr_choice_name-{seed}")
+    assert "DyT" in radio.options, radio.options  # the labels, as the page shows them
+    radio.set_value("dyt")
+    at.run()
+    at.button(key="pr_check").click().run()
+    assert_clean(at)
+    assert any(s.value == "Correct." for s in at.success), texts(at)
+    assert "**Answer:** **DyT**." in texts(at) and "pools nothing" in texts(at)
+
+
 @pytest.mark.parametrize("query", [{"kind": "count"}, {"kind": "count", "class": ""}])
 def test_a_solo_link_carries_no_class(query: dict[str, str]) -> None:
     """Practising alone, the URL names the exercise and no class (not even `class=`)."""

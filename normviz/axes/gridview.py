@@ -335,7 +335,7 @@ def exercise_grid(
         text=text,
         groupings=()
         if groups is None
-        else (Grouping(tuple(int(g - 1) for g in groups), m=case.contract().group_size),),
+        else (Grouping(tuple(int(g - 1) for g in groups), m=case.group_size),),
         picked=tuple(sorted(i for i in picked if 0 <= i < n)),
         marks=tuple(marks),
         legend=legend[:1].upper() + legend[1:],

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+from scipy.sparse.csgraph import connected_components
 
 from normviz.core import Contract, contract, group_ids
 from normviz.errors import NormConfigError
@@ -23,7 +25,12 @@ from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS, listed
 
 FORMS = ("cells", "choice", "numbers")
-EVERY_METHOD = (*listed("practice"), "custom")  # the registry's practice list, and custom axes
+PRACTICE = listed("practice")  # the registry's practice list (DyT's "no statistics" too)
+# The methods with statistics on it: the exercises that pick, count or compute from a
+# statistic's group (and the scenario questions) draw from these. An elementwise method
+# pools nothing, so it has no group to pick, no statistic to count and no μ or σ².
+STATISTICS = tuple(k for k in PRACTICE if METHODS[k].kind == "statistics")
+EVERY_METHOD = (*STATISTICS, "custom")  # ... and custom axes
 MAX_ANSWER_CHARS = 2000  # a longer answer string is refused before it is parsed
 
 
@@ -53,8 +60,16 @@ class Case:
         return contract(self.method, self.layout, self.shape, self.groups, self.axes, self.centred)
 
     def ids(self) -> np.ndarray:
-        """Which statistic each element feeds (normviz.group_ids)."""
+        """Which statistic each element feeds (normviz.group_ids); for an elementwise method,
+        the groups its reference module's Jacobian shows (`dependence_ids`)."""
+        if METHODS[self.method].kind == "elementwise":
+            return dependence_ids(self.method, self.layout, self.shape)
         return group_ids(self.method, self.layout, self.shape, self.groups, self.axes)
+
+    @property
+    def group_size(self) -> int:
+        """m: the values in each group (1 when nothing is pooled)."""
+        return int(np.bincount(self.ids().reshape(-1)).max())
 
     @property
     def subtracts_mean(self) -> bool:
@@ -83,6 +98,23 @@ class Case:
     @property
     def shape_text(self) -> str:
         return LAYOUTS[self.layout].shape_text(self.shape)
+
+
+def dependence_ids(
+    method: str, layout: str, shape: tuple[int, ...], groups: int | None = None
+) -> np.ndarray:
+    """Each cell's group read off the method's reference module: two cells are in one group
+    when one's output depends on the other's input (a nonzero Jacobian entry, at a seeded
+    input), ids 0, 1, … in flat order of first appearance. For a method with statistics
+    these are group_ids' groups (the tests check it); for DyT every cell is its own."""
+    m = METHODS[method]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    mod = m.build(layout, shape, groups).double()
+    jac = torch.autograd.functional.jacobian(lambda t: m.apply(t, layout, module=mod), x)
+    n = x.numel()
+    _, labels = connected_components(jac.reshape(n, n).abs().numpy() > 0, directed=False)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    return np.argsort(np.argsort(first))[inverse].reshape(shape)
 
 
 def cell_name(layout: str, cell: Sequence[int]) -> str:

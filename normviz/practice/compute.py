@@ -12,8 +12,15 @@ import numpy as np
 import torch
 
 from normviz.core import normalize
-from normviz.methods import listed
-from normviz.practice.common import Case, Exercise, cell_name, pick, random_case, rng_for
+from normviz.practice.common import (
+    STATISTICS,
+    Case,
+    Exercise,
+    cell_name,
+    pick,
+    random_case,
+    rng_for,
+)
 from normviz.practice.show import contract_words, fmt, section, term
 
 SLUG = "compute"
@@ -24,7 +31,7 @@ INTRO = (
     "√(σ² + ε) + β (RMSNorm: y = γ·x / √(mean square + ε), with no β: nn.RMSNorm has no "
     "bias)."
 )
-POOL = listed("practice")
+POOL = STATISTICS  # the practice list's methods with a μ and σ² to compute
 EPS = 1e-5
 MAX_GROUP = 8  # values in the marked cell's group: a hand computation stays short
 
@@ -74,9 +81,7 @@ def make(seed: int) -> Exercise:
         total = " + ".join(f"{term(v)}²" for v in group)
         stats = f"mean square = ({total}) / {group.size} = {fmt(var)}"
         formula = f"y = {fmt(gamma)}·{term(xm)} / √({fmt(var)} + ε)"
-    affine = (
-        f"γ = {fmt(gamma)} and β = {fmt(beta)}" if has_bias else f"γ = {fmt(gamma)} (no β)"
-    )
+    affine = f"γ = {fmt(gamma)} and β = {fmt(beta)}" if has_bias else f"γ = {fmt(gamma)} (no β)"
     return Exercise(
         kind=SLUG,
         seed=seed,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from normviz.methods import METHODS, listed
-from normviz.practice.common import Exercise, pick, rng_for
+from normviz.methods import METHODS
+from normviz.practice.common import STATISTICS, Exercise, pick, rng_for
 from normviz.practice.show import section
 from normviz.sources import cite
 
@@ -33,7 +33,10 @@ def _methods(*keys: str) -> tuple[tuple[str, str], ...]:
     return tuple((k, METHODS[k].label) for k in keys)
 
 
-ALL = _methods(*listed("practice"))
+# The practice list's methods with statistics: the questions are about what a statistic
+# pools, and DyT (a drop-in for LayerNorm in transformers, its authors claim) would make
+# the transformer question's answer two.
+ALL = _methods(*STATISTICS)
 QUESTIONS: tuple[Question, ...] = (
     Question(
         "detection",
