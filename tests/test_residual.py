@@ -15,6 +15,7 @@ from normviz import residual as rs
 from normviz.choose.engine import audit
 from normviz.choose.findings import FINAL, PLACEMENT_HELP, POST, PRE, SANDWICH
 from normviz.residual import depth, training, warmup
+from normviz.residual import placement as placement_section
 
 SMALL = rs.StackConfig(depth=5, width=8, tokens=3, samples=4)
 
@@ -65,8 +66,9 @@ def _direct(
                 f = norm(branch(norm(h, sub.norm), sub), sub.norm_out)
                 h = h + (f.detach() if skip else f)
             elif model.placement == "deepnorm":  # LN(α·x + F(x)), α = (2N)^(1/4)
-                f = branch(h, sub)
-                h = norm((2 * cfg.depth) ** 0.25 * h + (f.detach() if skip else f), sub.norm)
+                f = branch(h, sub)  # 2N: the paper's N layers hold 2N sublayers
+                two_n = sum(len(b) for b in model.blocks)
+                h = norm(two_n**0.25 * h + (f.detach() if skip else f), sub.norm)
             else:
                 f = branch(h, sub)
                 h = h + (f.detach() if skip else f)
@@ -133,6 +135,47 @@ def test_deepnorm_constants_follow_the_paper(n: int) -> None:
                 torch.testing.assert_close(wd.weight, wp.weight * math.pow(8 * n, -0.25))
                 assert torch.count_nonzero(wd.bias) == 0
     assert isinstance(deep.final_norm, torch.nn.Identity)
+
+
+@pytest.mark.parametrize("n", [6, 12, 18])
+@pytest.mark.parametrize("block", ["mlp", "mixer"])
+def test_deepnorm_words_name_the_papers_constants_for_n(n: int, block: str) -> None:
+    """Wang et al. 2022, encoder-only: α = (2N)^(1/4), β = (8N)^(−1/4), N the paper's layers
+    of two sublayers (attention, feed-forward): L = N mixer blocks, or L = 2N MLP blocks.
+    The stack is built with those constants, and the page's words name the same numbers."""
+    alpha, beta = math.pow(2 * n, 0.25), math.pow(8 * n, -0.25)
+    L = n if block == "mixer" else 2 * n
+    assert rs.model.deepnorm_layers(L, block) == n
+    cfg = rs.StackConfig(depth=L, width=8, tokens=3, samples=4, block=block)
+    pre, deep = rs.build_stack(cfg, "pre", 5), rs.build_stack(cfg, "deepnorm", 5)
+    subs = [
+        (sp, sd)
+        for bp, bd in zip(pre.blocks, deep.blocks, strict=True)
+        for sp, sd in zip(bp, bd, strict=True)
+    ]
+    assert len(subs) == 2 * n  # the paper's 2N sublayers
+    for sp, sd in subs:
+        assert sd.alpha == pytest.approx(alpha, rel=1e-12)
+        torch.testing.assert_close(sd.branch.fc1.weight, sp.branch.fc1.weight * beta)
+    prof = rs.init_profile(cfg, seeds=(0,), placements=("deepnorm",))
+    (note, _) = prof.notes()
+    noun = "MLP" if block == "mlp" else "mixer"
+    assert f"α = (2N)^(1/4) = {alpha:.3g}" in note and f"β = (8N)^(−1/4) = {beta:.3g}" in note
+    assert f"(encoder-only constants, N = {n} for {L} {noun} blocks)" in note
+    words = placement_section.deepnorm_words(L, block)
+    assert words == f"At L = {L} {noun} blocks: N = {n}, α = {alpha:.3g}, β = {beta:.3g}"
+
+
+def test_the_deepnorm_card_names_its_variant_and_the_default_constants() -> None:
+    card = next(c for c in placement_section.CARDS if c.title == "DeepNorm")
+    assert "the paper's encoder-only constants" in card.caption
+    assert "N = L for mixer blocks, L/2 for MLP blocks" in card.caption
+    L = int(depth.SECTION.defaults()["depth"])  # the init sweep's default: MLP blocks
+    n = L / 2
+    assert (
+        f"At L = {L} MLP blocks: N = {n:g}, α = {math.pow(2 * n, 0.25):.3g}, "
+        f"β = {math.pow(8 * n, -0.25):.3g}." in card.caption
+    )
 
 
 @pytest.mark.parametrize("placement", rs.PLACEMENTS)

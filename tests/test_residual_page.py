@@ -46,6 +46,13 @@ def test_default_view() -> None:
     assert "No normalization:" in page
     assert "**Verdict** on the stream's scale after 24 blocks" in page
     assert "Kim et al. 2025" in page and "Wang et al. 2022" in page
+    # DeepNorm's constants: the encoder-only variant, N = 12 for the default 24 MLP blocks
+    alpha, beta = f"{(2 * 12) ** 0.25:.3g}", f"{(8 * 12) ** -0.25:.3g}"
+    assert f"At L = 24 MLP blocks: N = 12, α = {alpha}, β = {beta}." in page  # the card
+    assert (
+        f"α = (2N)^(1/4) = {alpha} and the branches start β = (8N)^(−1/4) = {beta} times "
+        "smaller (encoder-only constants, N = 12 for 24 MLP blocks)" in page
+    )
     specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert len(specs) == 2  # init and warm-up; training waits for the button
     names = {t.get("name") for t in specs[0]["data"]}

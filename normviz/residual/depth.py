@@ -21,6 +21,8 @@ from normviz.figures.spec import Spec
 from normviz.knobs import Knob, Value
 from normviz.residual.curves import finish_panels, median_traces
 from normviz.residual.model import (
+    BLOCK_NOUNS,
+    DEEPNORM_VARIANT,
     PLACEMENT_LABELS,
     PLACEMENT_TABLE,
     PLACEMENTS,
@@ -30,6 +32,7 @@ from normviz.residual.model import (
     build_stack,
     deepnorm_alpha,
     deepnorm_beta,
+    deepnorm_layers,
     make_task,
     stack_config,
     stack_knobs,
@@ -227,10 +230,13 @@ def _why(prof: InitProfile, p: str) -> str:
     spec = PLACEMENT_TABLE[p]
     skip = prof.ratio(p, "skip_grad_norm")
     if spec.deepnorm:
-        a, b = deepnorm_alpha(prof.depth), deepnorm_beta(prof.depth)
+        n = deepnorm_layers(prof.depth, prof.config.block)
+        a, b = deepnorm_alpha(n), deepnorm_beta(n)
         return (
-            f"The skip path carries α·x with α = {a:.3g} and the branches start β = {b:.3g} "
-            "times smaller, so each sum is mostly the skip path and the norm after it "
+            f"The skip path carries α·x with α = (2N)^(1/4) = {a:.3g} and the branches start "
+            f"β = (8N)^(−1/4) = {b:.3g} times smaller ({DEEPNORM_VARIANT} constants, N = {n:g} "
+            f"for {prof.depth} {BLOCK_NOUNS[prof.config.block]} blocks), so each sum is mostly "
+            "the skip path and the norm after it "
             f"rescales the gradient less: along the skip paths alone {skip:.2g} of the "
             "output's gradient reaches block 0."
         )

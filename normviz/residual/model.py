@@ -107,13 +107,31 @@ def _he_init(fc1: nn.Linear, fc2: nn.Linear) -> None:
     nn.init.zeros_(fc2.bias)
 
 
-def deepnorm_alpha(n_layers: int) -> float:
+# DeepNorm's constants (Wang et al. 2022, their table of α and β): an N-layer encoder-only
+# model takes α = (2N)^(1/4), β = (8N)^(−1/4); a decoder-only one the same with its M
+# layers; an encoder-decoder model other ones, each depending on both N and M. The stacks
+# here are one stream with no cross-attention: the encoder-only constants.
+DEEPNORM_VARIANT = "encoder-only"
+# The paper's layer holds two residual sublayers (attention, then feed-forward), and its 2N
+# counts the model's sublayers. A mixer block holds two (token MLP, feature MLP); an MLP
+# block one.
+SUBLAYERS: dict[str, int] = {"mlp": 1, "mixer": 2}
+BLOCK_NOUNS: dict[str, str] = {"mlp": "MLP", "mixer": "mixer"}  # "24 MLP blocks"
+
+
+def deepnorm_layers(depth: int, block: str) -> float:
+    """DeepNorm's N for a stack of `depth` blocks: its sublayers / 2, so N = L for mixer
+    blocks and N = L/2 for MLP blocks."""
+    return depth * SUBLAYERS[block] / 2
+
+
+def deepnorm_alpha(n_layers: float) -> float:
     """DeepNorm's up-weighting of the skip path, α = (2N)^(1/4), for an N-layer encoder-only
     stack (Wang et al. 2022)."""
     return (2 * n_layers) ** 0.25
 
 
-def deepnorm_beta(n_layers: int) -> float:
+def deepnorm_beta(n_layers: float) -> float:
     """DeepNorm's gain on the branches' initial weights, β = (8N)^(−1/4), N-layer encoder-only."""
     return (8 * n_layers) ** -0.25
 
@@ -170,8 +188,9 @@ class Sublayer(nn.Module):
     """One residual connection around `branch`, with the norm placed as asked."""
 
     def __init__(
-        self, branch: nn.Module, norm: str, d: int, placement: str, n_layers: int = 1
+        self, branch: nn.Module, norm: str, d: int, placement: str, n_layers: float = 1
     ) -> None:
+        """`n_layers`: DeepNorm's N (`deepnorm_layers`), for its α and β."""
         super().__init__()
         spec = PLACEMENT_TABLE[placement]
         self.branch = branch
@@ -201,7 +220,7 @@ class ResidualStack(nn.Module):
             raise ResidualConfigError(
                 f"placement must be one of {', '.join(PLACEMENTS)}, got {placement!r}"
             )
-        d, n = cfg.width, cfg.depth  # DeepNorm's N: the stack's L blocks
+        d, n = cfg.width, deepnorm_layers(cfg.depth, cfg.block)  # DeepNorm's N
         self.placement = placement
         self.blocks = nn.ModuleList()
         for _ in range(cfg.depth):

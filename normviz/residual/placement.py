@@ -7,7 +7,16 @@ from dataclasses import dataclass
 
 from normviz import sources
 from normviz.knobs import Value
-from normviz.residual.model import PLACEMENT_LABELS, Setup, deepnorm_alpha, deepnorm_beta
+from normviz.residual.depth import KNOBS as INIT_KNOBS
+from normviz.residual.model import (
+    BLOCK_NOUNS,
+    DEEPNORM_VARIANT,
+    PLACEMENT_LABELS,
+    Setup,
+    deepnorm_alpha,
+    deepnorm_beta,
+    deepnorm_layers,
+)
 from normviz.sections import Progress, Section
 
 INTRO = (
@@ -46,6 +55,18 @@ WHY = (
 )
 
 
+INIT_DEPTH = int(next(k.default for k in INIT_KNOBS if k.name == "depth"))  # type: ignore[call-overload]
+
+
+def deepnorm_words(depth: int, block: str) -> str:
+    """ "At L = 24 MLP blocks: N = 12, α = 2.21, β = 0.319"."""
+    n = deepnorm_layers(depth, block)
+    return (
+        f"At L = {depth} {BLOCK_NOUNS[block]} blocks: N = {n:g}, α = {deepnorm_alpha(n):.3g}, "
+        f"β = {deepnorm_beta(n):.3g}"
+    )
+
+
 @dataclass(frozen=True)
 class Card:
     """One placement: its name, its update rule (LaTeX) and what follows from it."""
@@ -78,10 +99,11 @@ CARDS: tuple[Card, ...] = (
     Card(
         PLACEMENT_LABELS["deepnorm"],
         DEEPNORM_FORMULA,
-        "Post-norm with the skip path multiplied by α = (2N)^(1/4) and the branches' "
-        "initial weights by β = (8N)^(−1/4), the paper's constants for an N-layer "
-        "encoder-only stack (here N = L blocks; β scales both linear layers of every "
-        f"branch). At L = 24: α = {deepnorm_alpha(24):.2f}, β = {deepnorm_beta(24):.2f}.",
+        "Post-norm with the skip path times α = (2N)^(1/4) and the branches' initial weights "
+        f"times β = (8N)^(−1/4): the paper's {DEEPNORM_VARIANT} constants (decoder-only "
+        "models use the same, encoder-decoder ones others). Its N counts layers of two "
+        "sublayers, so N = L for mixer blocks, L/2 for MLP blocks. "
+        f"{deepnorm_words(INIT_DEPTH, 'mlp')}.",
     ),
 )
 
