@@ -244,12 +244,13 @@ def test_a_page_run_waits_for_its_turn_in_the_process() -> None:
 
 
 def test_a_one_slot_gate_names_its_one_computation_in_the_singular() -> None:
-    """"Queued: 1 training runs" was the message; every one-slot gate has a singular."""
+    """ "Queued: 1 training runs" was the message; every one-slot gate has a singular."""
     import normviz.pretrained.smollm2 as smollm2
+    import normviz.residual.depth as residual_depth
     import normviz.residual.training as residual_training
     import normviz.training.train as lab
 
-    for gate in (lab.GATE, residual_training.GATE, smollm2.GATE):
+    for gate in (lab.GATE, residual_training.GATE, residual_depth.GATE, smollm2.GATE):
         assert gate.slots == 1 and gate.one != gate.name
         assert gate.queued_text(0).startswith(f"Queued: 1 {gate.one} already running")
     assert Gate("file reads", 2).queued_text(3).startswith("Queued: 2 file reads already")

@@ -18,6 +18,7 @@ import torch
 
 from normviz import style
 from normviz.figures.spec import Spec
+from normviz.gate import Gate
 from normviz.knobs import Knob, Value
 from normviz.residual.curves import finish_panels, median_traces
 from normviz.residual.model import (
@@ -61,8 +62,13 @@ INIT_NOTE = (
     + "."
 )
 MAX_SEEDS = 8
-# Depth and seeds are capped below what the model allows: they keep the worst first
-# run of the page to seconds on two cores.
+# Depth and seeds are capped below what the model allows. Even so the sweep at the knobs'
+# maxima (64 mixer blocks, width 128, 4 seeds, every placement) cost 62 s of CPU (247 s of
+# wall time on this 2-core VM while it was shared; `python -m benchmarks.training` prints
+# it), so GATE lets one sweep compute at a time per process: a class moving the sliders at
+# once queues (told so) instead of sharing the cores and all waiting the sum. A sweep the
+# page has cached never reaches the gate, so a rerun stays instant.
+GATE = Gate("initialization sweeps", slots=1, one="initialization sweep")
 KNOBS: tuple[Knob, ...] = (
     *stack_knobs(""),
     Knob("depth", 24, lo=1, hi=64, label="Depth L (blocks)"),
@@ -300,12 +306,14 @@ def init_profile(
 
 
 def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> InitProfile:
-    """The profile of the stacks the knobs describe, seeds 0 .. n_seeds − 1."""
+    """The profile of the stacks the knobs describe, seeds 0 .. n_seeds − 1 (one sweep at a
+    time in this process: the others wait in GATE, told so)."""
     cfg = stack_config(setup, knobs)
     seeds = tuple(range(int(knobs["n_seeds"])))  # type: ignore[call-overload]
-    return init_profile(
-        cfg, seeds, progress=lambda f: progress(f, "Measuring the untrained stacks…")
-    )
+    with GATE.enter(progress):
+        return init_profile(
+            cfg, seeds, progress=lambda f: progress(f, "Measuring the untrained stacks…")
+        )
 
 
 def make_depth_figure(profile: InitProfile, presenter: bool = False) -> go.Figure:
