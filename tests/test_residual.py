@@ -164,18 +164,18 @@ def test_deepnorm_words_name_the_papers_constants_for_n(n: int, block: str) -> N
     assert f"α = (2N)^(1/4) = {alpha:.3g}" in note and f"β = (8N)^(−1/4) = {beta:.3g}" in note
     assert f"(encoder-only constants, N = {n} for {L} {noun} blocks)" in note
     words = placement_section.deepnorm_words(L, block)
-    assert words == f"At L = {L} {noun} blocks: N = {n}, α = {alpha:.3g}, β = {beta:.3g}"
+    assert words == f"at L = {L} {noun} blocks: N = {n}, α = {alpha:.3g}, β = {beta:.3g}"
 
 
 def test_the_deepnorm_card_names_its_variant_and_the_default_constants() -> None:
     card = next(c for c in placement_section.CARDS if c.title == "DeepNorm")
     assert "the paper's encoder-only constants" in card.caption
-    assert "N = L for mixer blocks, L/2 for MLP blocks" in card.caption
+    assert "N = L for mixer blocks, L/2 for MLP blocks (" in card.caption
     L = int(depth.SECTION.defaults()["depth"])  # the init sweep's default: MLP blocks
     n = L / 2
     assert (
-        f"At L = {L} MLP blocks: N = {n:g}, α = {math.pow(2 * n, 0.25):.3g}, "
-        f"β = {math.pow(8 * n, -0.25):.3g}." in card.caption
+        f"(at L = {L} MLP blocks: N = {n:g}, α = {math.pow(2 * n, 0.25):.3g}, "
+        f"β = {math.pow(8 * n, -0.25):.3g})." in card.caption
     )
 
 

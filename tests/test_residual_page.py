@@ -48,7 +48,7 @@ def test_default_view() -> None:
     assert "Kim et al. 2025" in page and "Wang et al. 2022" in page
     # DeepNorm's constants: the encoder-only variant, N = 12 for the default 24 MLP blocks
     alpha, beta = f"{(2 * 12) ** 0.25:.3g}", f"{(8 * 12) ** -0.25:.3g}"
-    assert f"At L = 24 MLP blocks: N = 12, α = {alpha}, β = {beta}." in page  # the card
+    assert f"(at L = 24 MLP blocks: N = 12, α = {alpha}, β = {beta})." in page  # the card
     assert (
         f"α = (2N)^(1/4) = {alpha} and the branches start β = (8N)^(−1/4) = {beta} times "
         "smaller (encoder-only constants, N = 12 for 24 MLP blocks)" in page

@@ -59,10 +59,10 @@ INIT_DEPTH = int(next(k.default for k in INIT_KNOBS if k.name == "depth"))  # ty
 
 
 def deepnorm_words(depth: int, block: str) -> str:
-    """ "At L = 24 MLP blocks: N = 12, α = 2.21, β = 0.319"."""
+    """ "at L = 24 MLP blocks: N = 12, α = 2.21, β = 0.319"."""
     n = deepnorm_layers(depth, block)
     return (
-        f"At L = {depth} {BLOCK_NOUNS[block]} blocks: N = {n:g}, α = {deepnorm_alpha(n):.3g}, "
+        f"at L = {depth} {BLOCK_NOUNS[block]} blocks: N = {n:g}, α = {deepnorm_alpha(n):.3g}, "
         f"β = {deepnorm_beta(n):.3g}"
     )
 
@@ -100,10 +100,9 @@ CARDS: tuple[Card, ...] = (
         PLACEMENT_LABELS["deepnorm"],
         DEEPNORM_FORMULA,
         "Post-norm with the skip path times α = (2N)^(1/4) and the branches' initial weights "
-        f"times β = (8N)^(−1/4): the paper's {DEEPNORM_VARIANT} constants (decoder-only "
-        "models use the same, encoder-decoder ones others). Its N counts layers of two "
-        "sublayers, so N = L for mixer blocks, L/2 for MLP blocks. "
-        f"{deepnorm_words(INIT_DEPTH, 'mlp')}.",
+        f"times β = (8N)^(−1/4), the paper's {DEEPNORM_VARIANT} constants; its N counts "
+        "layers of two sublayers, so N = L for mixer blocks, L/2 for MLP blocks "
+        f"({deepnorm_words(INIT_DEPTH, 'mlp')}).",
     ),
 )
 
