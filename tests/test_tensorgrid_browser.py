@@ -30,7 +30,9 @@ def _f(text: str) -> float:
     return float(text.replace("−", "-"))
 
 
-def _open(browser, url: str, method: str, touch: bool = False):
+def _grid_page(browser, link: str, key: str, touch: bool = False):
+    """(context, page) on `link` once its grid `key` has drawn: a phone with touch, or a
+    1400×900 laptop."""
     ctx = browser.new_context(
         viewport={"width": 390, "height": 844} if touch else {"width": 1400, "height": 900},
         has_touch=touch,
@@ -38,10 +40,14 @@ def _open(browser, url: str, method: str, touch: bool = False):
     )
     p = ctx.new_page()
     p.set_default_timeout(120_000)
-    p.goto(f"{url}/axes?layout=BTC&B=4&T=6&C=8&method={method}")
+    p.goto(link)
     wait_done(p, 120_000)
-    p.locator(f"{KEY} [role=gridcell]").first.wait_for()
+    p.locator(f"{key} [role=gridcell]").first.wait_for()
     return ctx, p
+
+
+def _open(browser, url: str, method: str, touch: bool = False):
+    return _grid_page(browser, f"{url}/axes?layout=BTC&B=4&T=6&C=8&method={method}", KEY, touch)
 
 
 def _index(cell: tuple[int, ...]) -> int:
@@ -192,18 +198,8 @@ def test_axe_finds_no_serious_violation_in_the_grid(browser, counted) -> None:
 
 
 def _practice(browser, url: str, kind: str, touch: bool):
-    ctx = browser.new_context(
-        viewport={"width": 390, "height": 844} if touch else {"width": 1400, "height": 900},
-        has_touch=touch,
-        is_mobile=touch,
-    )
-    p = ctx.new_page()
-    p.set_default_timeout(120_000)
-    p.goto(f"{url}/practice?kind={kind}&seed=0")
-    wait_done(p, 120_000)
     key = f".st-key-pr_grid_{kind}-0"
-    p.locator(f"{key} [role=gridcell]").first.wait_for()
-    return ctx, p, key
+    return (*_grid_page(browser, f"{url}/practice?kind={kind}&seed=0", key, touch), key)
 
 
 def _tap(p, cell) -> None:
@@ -300,17 +296,7 @@ WORKED = torch.tensor(((1.0, 2.0, 7.0), (3.0, 4.0, 9.0)), dtype=torch.float64)  
 
 
 def _worked(browser, url: str, touch: bool = False):
-    ctx = browser.new_context(
-        viewport={"width": 390, "height": 844} if touch else {"width": 1400, "height": 900},
-        has_touch=touch,
-        is_mobile=touch,
-    )
-    p = ctx.new_page()
-    p.set_default_timeout(120_000)
-    p.goto(f"{url}/worked-example")
-    wait_done(p, 120_000)
-    p.locator(f"{WKEY} [role=gridcell]").first.wait_for()
-    return ctx, p
+    return _grid_page(browser, f"{url}/worked-example", WKEY, touch)
 
 
 def _check_worked(p, cell: tuple[int, int]) -> None:
