@@ -124,6 +124,10 @@ def test_alpha_per_layer_is_reported_from_the_runs() -> None:
     alpha[1, :, 2] = [0.2, 0.3, 0.4]  # lr 0.001, layer 3: mean 0.3
     res = DytResult(res.norms, res.lrs, res.acc, res.diverged, alpha, 2)
     assert "at 0.001, 0.30 to 0.50" in dyt_lr.notes(res)[1]
+    assert "Within" not in dyt_lr.notes(res)[1]
+    alpha[3, :, 0] = [0.01, -0.02, 0.04]  # lr 0.1, block 1: mean 0.01, nearly linear
+    res = DytResult(res.norms, res.lrs, res.acc, res.diverged, alpha, 2)
+    assert "Within 0.05 of 0: block 1 at lr 0.1; there tanh(α·x) ≈ α·x" in dyt_lr.notes(res)[1]
 
 
 def test_over_three_seeds_dyt_trails_layernorm_at_small_learning_rates() -> None:

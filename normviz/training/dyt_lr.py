@@ -34,6 +34,7 @@ from normviz.training.wide import Variant
 NET = Net("resmlp", width=128, depth=4)
 LRS: tuple[float, ...] = (0.0001, 0.001, 0.01, 0.1)  # Adam
 MATCH = 0.01  # DyT "matches" LayerNorm within one point of mean validation accuracy
+FLAT = 0.05  # |α| below this: tanh(α·x) is nearly linear over inputs of order 1
 TRAINS_AT = 0.5  # a learning rate is compared where LayerNorm or DyT reaches this mean
 # where each α sits: after each block's norm, and the last norm before the head
 LAYERS: tuple[str, ...] = (*(f"block {i + 1}" for i in range(NET.depth)), "last")
@@ -71,12 +72,12 @@ class DytResult:
         return self.acc[self.norms.index(norm)].mean(-1)
 
     def gap(self) -> np.ndarray:
-        """(lrs,) DyT's mean accuracy minus LayerNorm's."""
-        return self.mean("dyt") - self.mean("layer")
+        """(lrs,) DyT's mean accuracy minus LayerNorm's, in points to one decimal (as shown)."""
+        return np.round(100 * (self.mean("dyt") - self.mean("layer")), 1) + 0.0
 
     def matches(self) -> np.ndarray:
-        """(lrs,) True where DyT is at most MATCH below LayerNorm."""
-        return self.gap() >= -MATCH
+        """(lrs,) True where DyT is at most MATCH below LayerNorm (the gap as shown)."""
+        return self.gap() >= -100 * MATCH
 
     def compared(self) -> np.ndarray:
         """(lrs,) True where LayerNorm or DyT trains (mean accuracy ≥ TRAINS_AT)."""
@@ -153,8 +154,24 @@ def table(res: DytResult) -> pd.DataFrame:
 
 def _points(res: DytResult, where: np.ndarray) -> str:
     """ "0.001 (-3.4), 0.01 (+0.2)": the learning rates and DyT's gap to LayerNorm, in points."""
-    gap = 100 * res.gap()
-    return ", ".join(f"{res.lrs[j]:g} ({gap[j] + 0.0:+.1f})" for j in np.flatnonzero(where))
+    gap = res.gap()
+    return ", ".join(f"{res.lrs[j]:g} ({gap[j]:+.1f})" for j in np.flatnonzero(where))
+
+
+def _flat(res: DytResult) -> str:
+    """Where a layer's mean α ended near 0: there tanh(α·x) ≈ α·x, a scaling, not a squash."""
+    alpha = res.alpha.mean(1)  # (lrs, layers)
+    near = [
+        f"{', '.join(LAYERS[k] for k in np.flatnonzero(np.abs(a) < FLAT))} at lr {lr:g}"
+        for lr, a in zip(res.lrs, alpha, strict=True)
+        if (np.abs(a) < FLAT).any()
+    ]
+    if not near:
+        return ""
+    return (
+        f" Within {FLAT:g} of 0: {'; '.join(near)}; there tanh(α·x) ≈ α·x for inputs of "
+        "order 1, so the layer scales its input instead of squashing it."
+    )
 
 
 def _lrs(res: DytResult, where: np.ndarray) -> str:
@@ -172,7 +189,7 @@ def notes(res: DytResult) -> Sequence[str]:
         f"Where the statistics come from: {common.pools(res.norms, NET)}: DyT's only "
         "adaptation to the input's scale is α.",
         f"DyT's α after training (from {ALPHA0:g}; mean over seeds, across the five layers): "
-        f"{spans}.",
+        f"{spans}.{_flat(res)}",
         f"At each one's best learning rate: LayerNorm {common.pct(ln[0])} (lr {ln[1]:g}), "
         f"DyT {common.pct(dy[0])} (lr {dy[1]:g}).",
     ]
