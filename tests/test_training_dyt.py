@@ -15,7 +15,7 @@ from normviz.training import dyt_lr
 from normviz.training.common import Setup
 from normviz.training.dyt_lr import LRS, DytResult, verdict
 from normviz.training.models import RES_NORMS, Net
-from normviz.training.resmlp import ResMLP
+from normviz.training.resmlp import ResMLP, WideRes, build, generic
 from normviz.training.train import Grid, train, train_loop
 from normviz.training.wide import Variant
 
@@ -79,7 +79,25 @@ def test_batched_resmlp_equals_each_torch_model_alone(optimizer: str) -> None:
         for j in range(s.start, s.stop):
             gamma = getattr(models[pos[j]].norm, "weight", None)
             if gamma is not None:
-                torch.testing.assert_close(s.weight[-1][j - s.start], gamma, rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(
+                    s.params[-1]["weight"][j - s.start], gamma, rtol=1e-4, atol=1e-5
+                )
+
+
+@pytest.mark.parametrize("norm", ["layer", "rms", "dyt"])
+def test_the_generic_path_is_each_models_own_module(norm: str) -> None:
+    """A norm with no functional form here runs its registry module per model (vmap): for
+    the three that have one, both paths agree, and each equals the model's module."""
+    models = [build(SMALL, norm, seed) for seed in (0, 1, 2)]
+    for m in models:
+        for p in m.norms()[0].parameters():
+            nn.init.uniform_(p, 0.3, 1.5)
+    s = WideRes(SMALL, [Variant(norm, 0.01, k) for k in range(3)], models).slices[0]
+    h = torch.randn(3, 5, SMALL.width)
+    fast = s.apply(0, h)
+    torch.testing.assert_close(generic(s.template[0], s.params[0], h), fast)
+    for k, m in enumerate(models):
+        torch.testing.assert_close(fast[k], m.norms()[0](h[k]))
 
 
 def _result(layer: list[float], dyt: list[float], seeds: int = 3) -> DytResult:

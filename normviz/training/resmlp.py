@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from normviz.errors import NormConfigError
 from normviz.methods import METHODS
 from normviz.training.data import CLASSES
 from normviz.training.models import EPS, Net
@@ -67,37 +68,51 @@ def build(net: Net, norm: str, seed: int, momentum: float | None = 0.1, ghost: i
     return ResMLP(net, norm)
 
 
-def _stack(mods: list[nn.Module], attr: str) -> torch.Tensor | None:
-    vals = [getattr(m, attr, None) for m in mods]
-    return None if vals[0] is None else torch.stack([v.detach().clone() for v in vals])
-
-
 class _Slice:
-    """The models [start, stop) that share one norm: its γ, β, α per norm layer, stacked."""
+    """The models [start, stop) that share one norm: each norm layer's parameters, stacked.
+
+    LayerNorm, RMSNorm and DyT run as one functional call on the slice; any other norm
+    of the registry's list runs its own module over the models with torch.func.vmap.
+    """
 
     def __init__(self, norm: str, start: int, stop: int, models: list[ResMLP]) -> None:
         self.norm, self.start, self.stop = norm, start, stop
         layers = list(zip(*(m.norms() for m in models), strict=True))  # per layer: m modules
-        self.weight = [_stack(list(mods), "weight") for mods in layers]  # (m, d)
-        self.bias = [_stack(list(mods), "bias") for mods in layers]
-        self.alpha = [_stack(list(mods), "alpha") for mods in layers]  # DyT: (m, 1)
+        self.template = [mods[0] for mods in layers]  # the structure for the generic path
+        if any(True for t in self.template for _ in t.buffers()):
+            raise NormConfigError(f"{norm!r} keeps buffers: the residual MLP has no slot for them")
+        self.params = [  # per layer: name -> (m, *shape), e.g. "weight" (m, d), "alpha" (m, 1)
+            {
+                name: torch.stack([dict(m.named_parameters())[name].detach().clone() for m in mods])
+                for name, _ in mods[0].named_parameters()
+            }
+            for mods in layers
+        ]
 
     def tensors(self) -> list[torch.Tensor]:
-        return [p for p in (*self.weight, *self.bias, *self.alpha) if p is not None]
+        return [p for layer in self.params for p in layer.values()]
 
     def apply(self, i: int, h: torch.Tensor) -> torch.Tensor:
         """Norm layer i of these models on h: (m, B, d)."""
+        p = self.params[i]
         if self.norm == "none":
             return h
-        w, b, a = self.weight[i], self.bias[i], self.alpha[i]
         if self.norm == "layer":
             y = F.layer_norm(h, h.shape[-1:], eps=EPS)
         elif self.norm == "rms":
             y = F.rms_norm(h, h.shape[-1:], eps=EPS)
-        else:  # dyt: tanh(α·h), one α per model and layer
-            y = torch.tanh(a.unsqueeze(-1) * h)
-        y = y * w.unsqueeze(1)
-        return y if b is None else y + b.unsqueeze(1)
+        elif self.norm == "dyt":  # tanh(α·h), one α per model and layer
+            y = torch.tanh(p["alpha"].unsqueeze(-1) * h)
+        else:
+            return generic(self.template[i], p, h)
+        y = y * p["weight"].unsqueeze(1)
+        return y + p["bias"].unsqueeze(1) if "bias" in p else y
+
+
+def generic(template: nn.Module, params: dict[str, torch.Tensor], h: torch.Tensor) -> torch.Tensor:
+    """`template`'s forward with each model's parameters on its own (B, d) slice of h (m, B, d)."""
+    one = lambda q, x: torch.func.functional_call(template, q, (x,))  # noqa: E731
+    return torch.func.vmap(one)(params, h)
 
 
 class WideRes:
@@ -146,7 +161,9 @@ class WideRes:
         out = np.full((self.M, self.net.depth + 1), np.nan)
         for s in self.slices:
             if s.norm == "dyt":
-                out[s.start : s.stop] = torch.cat(s.alpha, dim=1).detach().numpy()
+                out[s.start : s.stop] = (
+                    torch.cat([p["alpha"] for p in s.params], 1).detach().numpy()
+                )
         return out
 
     def forward(self, x: torch.Tensor, training: bool = True, update: bool = True) -> torch.Tensor:
