@@ -126,8 +126,8 @@ def figure(res: DytResult, presenter: bool) -> go.Figure:
             res.lrs,
             res.alpha[:, :, j],
             f"α, {name}",
-            style.PALETTE[j],
-            dash="dot",
+            common.colour("dyt"),  # DyT's colour; the layers differ in dash and marker
+            dash=("solid", "dot", "dash", "dashdot", "longdash")[j],
             row=1,
             col=2,
             symbol_=("circle", "square", "diamond", "triangle-up", "x")[j],

@@ -5,7 +5,8 @@ Two small networks read the digits: an MLP over the 64 pixels (activations
 (activations (N, C, H, W)). After every hidden linear or conv layer sits one
 normalization layer, then a ReLU; a linear head gives the 10 class scores. These
 torch.nn models are the reference: the batched trainer (`wide.py`) starts from
-their weights and must reproduce their training to float tolerance.
+their weights and must reproduce their training to float tolerance. The DyT experiment's
+pre-norm residual MLP (kind "resmlp") has its reference and wide form in `resmlp.py`.
 """
 
 from __future__ import annotations
