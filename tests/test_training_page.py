@@ -106,7 +106,7 @@ def test_training_in_browser(page, server) -> None:
     page.wait_for_function("() => location.search.includes('exp=smooth')", timeout=120_000)
     page.get_by_text("DyT across learning rates", exact=True).first.click()
     page.get_by_text("DyT's α after training").first.wait_for(timeout=600_000)  # 48 networks
-    page.get_by_text("DyT's learned α per layer").first.wait_for(timeout=60_000)  # the 2nd panel
+    page.get_by_text("DyT's α per layer").first.wait_for(timeout=60_000)  # the 2nd panel
     assert_no_exception(page)
     page.wait_for_function("() => location.search.includes('exp=dyt')", timeout=120_000)
 

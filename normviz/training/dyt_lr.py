@@ -108,7 +108,7 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> DytResu
 
 
 def figure(res: DytResult, presenter: bool) -> go.Figure:
-    fig = Spec.grid(1, 2, ("validation accuracy (%)", "DyT's learned α per layer"))
+    fig = Spec.grid(1, 2, ("validation accuracy (%)", "DyT's α per layer"))
     for i, n in enumerate(res.norms):
         common.add_line(
             fig,
@@ -133,10 +133,10 @@ def figure(res: DytResult, presenter: bool) -> go.Figure:
             symbol_=("circle", "square", "diamond", "triangle-up", "x")[j],
         )
     fig.add_hline(ALPHA0, row=1, col=2, line={"dash": "dash", "color": "#444"})
-    fig.update_xaxes(style.log_axis(res.lrs), title="learning rate (Adam)")
+    fig.update_xaxes(style.log_axis(res.lrs), title="learning rate")
     fig.update_yaxes(range=[0, 100], row=1, col=1)
-    title = f"Pre-norm residual MLP, {res.epochs} epoch{'s' * (res.epochs != 1)}:<br>"
-    return common.finish(fig, title + "accuracy and DyT's α, by learning rate", presenter, 480)
+    title = f"Pre-norm residual MLP, Adam, {res.epochs} epoch{'s' * (res.epochs != 1)}:<br>"
+    return common.finish(fig, title + "accuracy and DyT's α by learning rate", presenter, 480)
 
 
 def table(res: DytResult) -> pd.DataFrame:
