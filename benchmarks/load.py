@@ -73,6 +73,7 @@ from benchmarks.common import (
 )
 from ui.pages import controls
 from ui.params import max_elements
+from ui.state import key
 
 RUN_FINISHED_EARLY = 2  # ForwardMsg.ScriptFinishedStatus.FINISHED_EARLY_FOR_RERUN
 
@@ -148,7 +149,8 @@ async def _ws_until_finished(ws, want_seed: int | None = None) -> str:
                 raise RuntimeError(f"exception: {el.exception.message[:80]}")
 
 
-PICK_KEY = "cell_c"  # the /axes cell input a cell pick moves (both layouts have C)
+PICK = "cell_c"  # the /axes cell input a cell pick moves (both layouts have C): its URL name
+PICK_KEY = key("axes", PICK)  # and its page-scoped widget key
 
 
 def _widget(messages: list, key: str) -> tuple[str, str, bool]:
@@ -227,7 +229,7 @@ async def ws_session(
                     cell = cell % 3 + 1  # 1, 2, 3, 1, ...: a new cell every time
                     state[pick[0]] = (pick[2], cell)
                     msg.rerun_script.fragment_id = pick[1]  # the explorer's fragment alone
-                    want, times = f"{PICK_KEY}={cell}", s.picks
+                    want, times = f"{PICK}={cell}", s.picks
                 else:
                     seed += 7919  # new data each time (the same for all with --same-link)
                     state[seed_id] = (seed_int, seed)

@@ -4,9 +4,10 @@ Prints, on this machine, with torch on one thread as in the app:
 
 - the default learning-rate grid (normalizations × learning rates × seeds) trained
   as one wide model and as separate torch.nn models with torch.optim.SGD, and the
-  speedup (target: at least 5×);
+  speedup (target: at least 5×); the same for the DyT experiment's grid (pre-norm
+  residual MLPs, Adam);
 - each experiment's cold time at its defaults (target: under 10 s), calling the
-  section's run directly;
+  section's run directly, in wall and CPU seconds;
 - the page from the cache: a first AppTest run of /training?exp=<slug> and a rerun
   of the same session (target: the rerun well under a second);
 - the BatchNorm lab's trained sections that live outside the training lab (Batch
@@ -30,7 +31,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import torch
 
 from normviz.sections import no_progress
-from normviz.training import SECTIONS, lr
+from normviz.training import SECTIONS, dyt_lr, lr
 from normviz.training.common import Setup
 from normviz.training.data import digits
 from normviz.training.train import Grid, train, train_loop
@@ -54,6 +55,19 @@ def default_lr_grid() -> Grid:
     )
 
 
+def default_dyt_grid() -> Grid:
+    """The DyT experiment's grid at its defaults (norms × learning rates × seeds, Adam)."""
+    knobs, setup = dyt_lr.SECTION.defaults(), Setup()
+    variants = tuple(
+        Variant(n, r, s)
+        for n in dyt_lr.RES_NORMS
+        for r in dyt_lr.LRS
+        for s in setup.seeds(knobs["runs"])
+    )
+    samples = setup.samples(knobs["dy_epochs"])
+    return Grid(dyt_lr.NET, variants, batch=32, samples=samples, optimizer="adam")
+
+
 def best(fn, repeat: int) -> float:
     """The fastest of `repeat` runs of fn() (the machine is shared: noise only slows)."""
     times = []
@@ -64,13 +78,13 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
-def speedup(repeat: int) -> None:
-    grid = default_lr_grid()
+def speedup(repeat: int, name: str = "lr", grid: Grid | None = None) -> None:
+    grid = grid or default_lr_grid()
     train(Grid(grid.net, grid.variants[:2], samples=64))  # warm up (imports, allocator)
     wide = best(lambda: train(grid), repeat)
     loop = best(lambda: train_loop(grid), repeat)
     print(
-        f"default lr grid: {len(grid.variants)} networks × {grid.steps} steps: "
+        f"default {name} grid: {len(grid.variants)} networks × {grid.steps} steps: "
         f"batched {wide:.2f} s, one at a time {loop:.2f} s, "
         f"speedup {loop / wide:.1f}× (target ≥ 5×; best of {repeat})"
     )
@@ -80,11 +94,14 @@ def cold_times(only: set[str]) -> None:
     for s in SECTIONS:
         if only and s.slug not in only:
             continue
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         s.run(Setup(), s.defaults(), no_progress)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         flag = "ok" if dt < COLD_TARGET else "MISS"
-        print(f"{s.slug:>11}: cold {dt:5.2f} s  [{flag}, target < {COLD_TARGET:g} s]")
+        print(
+            f"{s.slug:>11}: cold {dt:5.2f} s ({cpu:5.2f} CPU-s)  "
+            f"[{flag}, target < {COLD_TARGET:g} s]"
+        )
 
 
 def page_times(only: set[str]) -> None:
@@ -211,6 +228,8 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread, {os.cpu_count()} cores")
     if not args.no_loop:
         speedup(args.repeat)
+        if not only or "dyt" in only:
+            speedup(args.repeat, "dyt", default_dyt_grid())
     cold_times(only)
     if not args.no_app:
         page_times(only)

@@ -27,6 +27,7 @@ Kind = Literal["statistics", "elementwise"]
 LISTS: dict[str, str] = {
     "training": "the training lab's norms (the CNN over (N, C, H, W))",
     "training-mlp": "the training lab's norms on the MLP ((B, C) activations: T = 1)",
+    "training-residual": "the training lab's pre-norm residual MLP (DyT across learning rates)",
     "residual": "the norm in the residual stream on /residual",
     "practice": "the practice exercises that draw a method (name it; the exercises that need "
     "a statistic (cells, count, compute y, choose) take the list's methods with statistics)",
@@ -183,7 +184,15 @@ METHODS: dict[str, Method] = {
             colour="#E69F00",
             symbol="diamond",
             lists=frozenset(
-                {"training", "training-mlp", "residual", "practice", "guide", "outliers"}
+                {
+                    "training",
+                    "training-mlp",
+                    "training-residual",
+                    "residual",
+                    "practice",
+                    "guide",
+                    "outliers",
+                }
             ),
             audit_types=(nn.LayerNorm,),
             name_hint=r"(^|[._])(ln|layernorm|layer_norm|ln_f|ln_\d+)\d*($|[._])",
@@ -249,7 +258,15 @@ METHODS: dict[str, Method] = {
             colour="#D55E00",
             symbol="x",
             lists=frozenset(
-                {"training", "training-mlp", "residual", "practice", "guide", "outliers"}
+                {
+                    "training",
+                    "training-mlp",
+                    "training-residual",
+                    "residual",
+                    "practice",
+                    "guide",
+                    "outliers",
+                }
             ),
             audit_types=(nn.RMSNorm,),
             name_hint=r"rms",
@@ -281,7 +298,7 @@ METHODS: dict[str, Method] = {
             colour="#000000",
             symbol="star",
             # practice: "name the method" shows its pattern, every cell a group of its own
-            lists=frozenset({"guide", "outliers", "practice"}),
+            lists=frozenset({"training-residual", "guide", "outliers", "practice"}),
             audit_types=(DyT,),
             natural_setting="transformers, as a drop-in for LayerNorm (Zhu et al. 2025)",
             best_for="transformers where a norm's reductions cost time; one scalar α per layer",

@@ -23,6 +23,7 @@ from streamlit.testing.v1 import AppTest
 from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, HOME, app_test
 from benchmarks.common import serve as bench_serve
 from ui.params import PAGE_PARAMS, fmt
+from ui.route import RUN_LOG
 
 ROOT = Path(__file__).resolve().parent.parent
 SHOTS = ROOT / "assets" / "screenshots"
@@ -180,10 +181,25 @@ def serve(env: dict[str, str] | None = None) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[str]:
-    """One app server for the whole test session."""
-    with serve() as url:
-        yield url
+def counted() -> Iterator[tuple[str, Path]]:
+    """One app server for the whole test session (per xdist worker), logging app.py's
+    runs (ui.route.RUN_LOG); (URL, log file). Count them with `app_runs(log)`."""
+    log = ROOT / ".pytest_cache" / f"app-runs-{os.getpid()}.log"
+    log.parent.mkdir(exist_ok=True)
+    log.write_text("")
+    with serve(env={RUN_LOG: str(log)}) as url:
+        yield url, log
+
+
+@pytest.fixture(scope="session")
+def server(counted) -> str:
+    """The session's app server's URL."""
+    return counted[0]
+
+
+def app_runs(log: Path) -> int:
+    """How many times app.py has run on the server logging to `log`."""
+    return len(log.read_text().splitlines())
 
 
 @pytest.fixture(scope="session")

@@ -8,16 +8,14 @@ rerun to write the new value to the URL, and checks that app.py did not run agai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import keys
 import pytest
-from conftest import ROOT, assert_no_exception, serve, wait_done
+from conftest import app_runs, assert_no_exception, wait_done
 
 from normviz import batchnorm, choose, distributions, residual
-from ui.route import RUN_LOG
 
 pytestmark = pytest.mark.browser
 
@@ -82,20 +80,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def counted() -> Iterator[tuple[str, Path]]:
-    """A fresh server that logs app.py's runs; (URL, log file)."""
-    log = ROOT / ".pytest_cache" / "app-runs.log"
-    log.parent.mkdir(exist_ok=True)
-    log.write_text("")
-    with serve(env={RUN_LOG: str(log)}) as url:
-        yield url, log
-
-
-def _runs(log: Path) -> int:
-    return len(log.read_text().splitlines())
-
-
 @pytest.mark.parametrize(
     "case", CASES, ids=[f"{c.path.split('?')[0]}-{c.widget.split('-')[-1]}" for c in CASES]
 )
@@ -105,14 +89,14 @@ def test_a_fragment_widget_reruns_the_fragment_alone(browser, counted, case: Cas
     p = ctx.new_page()
     p.set_default_timeout(120_000)
     try:
-        before = _runs(log)
+        before = app_runs(log)
         p.goto(f"{url}/{case.path}")
         wait_done(p, 120_000)
         page = case.path.split("?")[0]
         opened = log.read_text().splitlines()[before:]
         assert f"app {page}" in opened, opened  # the hook counts: the link ran app.py
         assert case.url not in p.url.split("?")[-1].split("&")
-        runs = _runs(log)
+        runs = app_runs(log)
         case.change(p.locator(case.widget), p)
         p.wait_for_function(
             "want => new URLSearchParams(location.search).toString().split('&').includes(want)",
@@ -122,6 +106,6 @@ def test_a_fragment_widget_reruns_the_fragment_alone(browser, counted, case: Cas
         p.wait_for_timeout(500)  # a rerun of app.py the change might have started
         wait_done(p, 120_000)
         assert_no_exception(p)
-        assert _runs(log) == runs, log.read_text().splitlines()[runs:]
+        assert app_runs(log) == runs, log.read_text().splitlines()[runs:]
     finally:
         ctx.close()

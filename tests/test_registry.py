@@ -30,7 +30,7 @@ from benchmarks.common import page_ids
 
 METHODS_FILE = Path(normviz.methods.__file__)
 MARKER = "        # (a new method: one more entry here)\n"
-FLAGS = frozenset({"guide", "outliers"})
+FLAGS = frozenset({"guide", "outliers", "training-residual"})
 
 
 class Scaled(nn.Module):
@@ -60,7 +60,7 @@ ENTRY = """        Method(
             },
             colour="#F0E442",
             symbol="star",
-            lists=frozenset({"guide", "outliers"}),
+            lists=frozenset({"guide", "outliers", "training-residual"}),
         ),
 """
 
@@ -134,6 +134,7 @@ def test_the_entry_is_on_the_lists_its_flags_name_and_no_other(patched) -> None:
     assert "Scaled identity" in compare.comparison_table().index
     assert "scaled" in feature_dims.AFTER
     assert "scaled" not in training.NORMS and "scaled" not in residual.NORMS
+    assert "scaled" in training.RES_NORMS  # the DyT experiment's residual MLP
     assert "scaled" not in compute.POOL and "scaled" not in dict(scenarios.ALL)
     assert style.METHOD_COLOURS["scaled"] == "#F0E442" and style.METHOD_SYMBOLS["scaled"] == "star"
     assert Settings(method="scaled").method == "scaled"  # the sidebar offers it
@@ -162,6 +163,25 @@ def test_the_entry_matches_its_factory_and_formula(patched, layout: str) -> None
     assert m.torch_text(layout, tuple(x.shape)) == (
         "Scaled(4)" if layout == "BTC" else "Scaled(4, channel_dim=1)"
     )
+
+
+def test_the_residual_mlp_trains_the_entry_batched_as_its_reference(patched) -> None:
+    """The DyT experiment's wide model runs a norm it has no functional form for through the
+    registry's module (vmap over the models), and trains it as each model alone."""
+    import numpy as np
+
+    from normviz.training.models import Net
+    from normviz.training.train import Grid, train, train_loop
+    from normviz.training.wide import Variant
+
+    net = Net("resmlp", width=8, depth=1)
+    grid = Grid(
+        net, tuple(Variant("scaled", 0.01, s) for s in (0, 1)), 16, 16 * 4, optimizer="adam"
+    )
+    out, wide, _ = train(grid)
+    ref, _ = train_loop(grid)
+    np.testing.assert_allclose(out.val_loss, ref.val_loss, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(wide.slices[0].params[0]["weight"].detach().numpy(), 2.0)  # γ learned
 
 
 @pytest.mark.parametrize("page", page_ids())

@@ -9,18 +9,14 @@ serious violation inside the player.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, assert_no_exception, serve, wait_done
+from conftest import app_runs, assert_no_exception, wait_done
 from torch import nn
 
 from normviz import worked
 from normviz.batchnorm import lab, stream
-from ui.route import RUN_LOG
 
 pytestmark = pytest.mark.browser
 
@@ -46,20 +42,6 @@ def torch_after(k: int, channel: int = 0) -> dict[str, float]:
         "running mean": float(bn.running_mean[channel]),
         "running variance": float(bn.running_var[channel]),
     }
-
-
-@pytest.fixture(scope="module")
-def counted() -> Iterator[tuple[str, Path]]:
-    """A fresh server that logs app.py's runs; (URL, log file)."""
-    log = ROOT / ".pytest_cache" / "stepper-runs.log"
-    log.parent.mkdir(exist_ok=True)
-    log.write_text("")
-    with serve(env={RUN_LOG: str(log)}) as url:
-        yield url, log
-
-
-def _runs(log: Path) -> int:
-    return len(log.read_text().splitlines())
 
 
 def _frame(player) -> int:
@@ -89,7 +71,7 @@ def test_the_player_steps_and_plays_in_the_browser(browser, counted) -> None:
     p = ctx.new_page()
     p.set_default_timeout(SLOW)
     try:
-        before = _runs(log)
+        before = app_runs(log)
         p.goto(f"{url}/{LINK}")
         wait_done(p, SLOW)
         assert_no_exception(p)
@@ -98,7 +80,7 @@ def test_the_player_steps_and_plays_in_the_browser(browser, counted) -> None:
         player.wait_for()
         assert _frame(player) == 5  # the link's batch
         _check_numbers(player, 5)
-        runs = _runs(log)
+        runs = app_runs(log)
         path = player.locator("path.nv-line").first
         drawn = path.get_attribute("d")
         # buttons
@@ -140,7 +122,7 @@ def test_the_player_steps_and_plays_in_the_browser(browser, counted) -> None:
         assert _frame(player) == STEPS
         _check_numbers(player, STEPS)
         assert_no_exception(p)
-        assert _runs(log) == runs, log.read_text().splitlines()[runs:]  # fragments only
+        assert app_runs(log) == runs, log.read_text().splitlines()[runs:]  # fragments only
     finally:
         ctx.close()
 
@@ -188,7 +170,7 @@ def test_the_worked_example_plays_mu_var_x_hat_and_y(browser, counted) -> None:
     try:
         p.goto(f"{url}/worked-example")
         wait_done(p, SLOW)
-        runs = _runs(log)
+        runs = app_runs(log)
         player = p.locator(".st-key-wk_play_batch .nv-player")
         player.wait_for()
         assert _frame(player) == 1
@@ -209,6 +191,6 @@ def test_the_worked_example_plays_mu_var_x_hat_and_y(browser, counted) -> None:
         p.locator(".st-key-wk_play_batch .nv-player[data-frame='12'][data-playing='0']").wait_for()
         wait_done(p, SLOW)
         assert_no_exception(p)
-        assert _runs(log) == runs, log.read_text().splitlines()[runs:]  # the fragment alone
+        assert app_runs(log) == runs, log.read_text().splitlines()[runs:]  # the fragment alone
     finally:
         ctx.close()

@@ -8,18 +8,15 @@ critical or serious violation in the grid.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT, assert_no_exception, serve, wait_done
+from conftest import app_runs, assert_no_exception, wait_done
 from test_axes_numbers import torch_module
 
 from normviz import LAYOUTS, group_ids, worked
 from normviz.data import generate
-from ui.route import RUN_LOG
 
 pytestmark = pytest.mark.browser
 
@@ -29,25 +26,13 @@ KEY = ".st-key-axes_flat_view"
 NUM = r"(−?[\d.]+(?:e[−+]?\d+)?)"
 
 
-@pytest.fixture(scope="module")
-def counted() -> Iterator[tuple[str, Path]]:
-    """A fresh server that logs app.py's runs; (URL, log file)."""
-    log = ROOT / ".pytest_cache" / "grid-runs.log"
-    log.parent.mkdir(exist_ok=True)
-    log.write_text("")
-    with serve(env={RUN_LOG: str(log)}) as url:
-        yield url, log
-
-
-def _runs(log: Path) -> int:
-    return len(log.read_text().splitlines())
-
-
 def _f(text: str) -> float:
     return float(text.replace("−", "-"))
 
 
-def _open(browser, url: str, method: str, touch: bool = False):
+def _grid_page(browser, link: str, key: str, touch: bool = False):
+    """(context, page) on `link` once its grid `key` has drawn: a phone with touch, or a
+    1400×900 laptop."""
     ctx = browser.new_context(
         viewport={"width": 390, "height": 844} if touch else {"width": 1400, "height": 900},
         has_touch=touch,
@@ -55,10 +40,14 @@ def _open(browser, url: str, method: str, touch: bool = False):
     )
     p = ctx.new_page()
     p.set_default_timeout(120_000)
-    p.goto(f"{url}/axes?layout=BTC&B=4&T=6&C=8&method={method}")
+    p.goto(link)
     wait_done(p, 120_000)
-    p.locator(f"{KEY} [role=gridcell]").first.wait_for()
+    p.locator(f"{key} [role=gridcell]").first.wait_for()
     return ctx, p
+
+
+def _open(browser, url: str, method: str, touch: bool = False):
+    return _grid_page(browser, f"{url}/axes?layout=BTC&B=4&T=6&C=8&method={method}", KEY, touch)
 
 
 def _index(cell: tuple[int, ...]) -> int:
@@ -115,7 +104,7 @@ def test_hover_and_click_light_the_group_in_the_browser(browser, counted, method
     url, log = counted
     ctx, p = _open(browser, url, method)
     try:
-        runs = _runs(log)
+        runs = app_runs(log)
         cells = p.locator(f"{KEY} [role=gridcell]")
         cells.nth(_index((2, 4, 6))).hover()
         _check_shown(p, method, (2, 4, 6))  # answered in the browser: no run at all yet
@@ -125,7 +114,7 @@ def test_hover_and_click_light_the_group_in_the_browser(browser, counted, method
         p.get_by_text("The cell B=1, T=3, C=5 takes its statistics").wait_for()
         _check_shown(p, method, (1, 3, 5))  # and still after the fragment's rerun
         assert_no_exception(p)
-        assert _runs(log) == runs, log.read_text().splitlines()[runs:]  # app.py never ran
+        assert app_runs(log) == runs, log.read_text().splitlines()[runs:]  # app.py never ran
     finally:
         ctx.close()
 
@@ -134,7 +123,7 @@ def test_one_tap_selects_exactly_the_tapped_cell(browser, counted) -> None:
     url, log = counted
     ctx, p = _open(browser, url, "layer", touch=True)
     try:
-        runs = _runs(log)
+        runs = app_runs(log)
         for cell in [(0, 2, 3), (3, 5, 7), (1, 0, 0)]:
             box = p.locator(f"{KEY} [role=gridcell]").nth(_index(cell))
             box.scroll_into_view_if_needed()
@@ -145,7 +134,7 @@ def test_one_tap_selects_exactly_the_tapped_cell(browser, counted) -> None:
             selected = p.locator(f"{KEY} [role=gridcell][aria-selected=true]")
             assert selected.count() == 1
             assert selected.first.get_attribute("data-i") == str(_index(cell))
-        assert _runs(log) == runs
+        assert app_runs(log) == runs
     finally:
         ctx.close()
 
@@ -154,7 +143,7 @@ def test_arrow_keys_move_and_enter_picks(browser, counted) -> None:
     url, log = counted
     ctx, p = _open(browser, url, "batch")
     try:
-        runs = _runs(log)
+        runs = app_runs(log)
         p.locator(f"{KEY} [role=gridcell]").first.focus()
         for key in ["ArrowRight", "ArrowRight", "ArrowDown"]:
             p.keyboard.press(key)
@@ -170,7 +159,7 @@ def test_arrow_keys_move_and_enter_picks(browser, counted) -> None:
         p.keyboard.press("ArrowDown")  # the focus survives the rerun
         p.keyboard.press(" ")
         _wait_url(p, (0, 2, 2))
-        assert _runs(log) == runs
+        assert app_runs(log) == runs
     finally:
         ctx.close()
 
@@ -209,18 +198,8 @@ def test_axe_finds_no_serious_violation_in_the_grid(browser, counted) -> None:
 
 
 def _practice(browser, url: str, kind: str, touch: bool):
-    ctx = browser.new_context(
-        viewport={"width": 390, "height": 844} if touch else {"width": 1400, "height": 900},
-        has_touch=touch,
-        is_mobile=touch,
-    )
-    p = ctx.new_page()
-    p.set_default_timeout(120_000)
-    p.goto(f"{url}/practice?kind={kind}&seed=0")
-    wait_done(p, 120_000)
     key = f".st-key-pr_grid_{kind}-0"
-    p.locator(f"{key} [role=gridcell]").first.wait_for()
-    return ctx, p, key
+    return (*_grid_page(browser, f"{url}/practice?kind={kind}&seed=0", key, touch), key)
 
 
 def _tap(p, cell) -> None:
@@ -269,7 +248,7 @@ def test_practice_name_lights_the_pattern_s_group(browser, counted, touch: bool)
     try:
         ex = practice.exercise("name", 0)
         ids = ex.case.ids().reshape(-1)
-        runs = _runs(log)
+        runs = app_runs(log)
         cells = p.locator(f"{key} [role=gridcell]")
         n_cols = int(np.prod(ex.case.shape[2:]))
         i = n_cols  # row 1, column 0
@@ -282,7 +261,7 @@ def test_practice_name_lights_the_pattern_s_group(browser, counted, touch: bool)
         assert _lit(p, key) == sorted(np.flatnonzero(ids == ids[i]).tolist())
         assert _selected(p, key) == []
         p.wait_for_timeout(500)
-        assert _runs(log) == runs  # looking costs the server nothing
+        assert app_runs(log) == runs  # looking costs the server nothing
     finally:
         ctx.close()
 
@@ -296,7 +275,7 @@ def test_practice_number_grids_show_cells_and_pick_nothing(browser, counted, kin
     try:
         ex = practice.exercise(kind, 0)
         axes = LAYOUTS[ex.case.layout].axes
-        runs = _runs(log)
+        runs = app_runs(log)
         _tap(p, p.locator(f"{key} [role=gridcell]").nth(2))
         info = p.locator(f"{key} .tg-info").inner_text()
         cell = np.unravel_index(2, ex.case.shape)
@@ -305,7 +284,7 @@ def test_practice_number_grids_show_cells_and_pick_nothing(browser, counted, kin
         assert "μ" not in info and "σ²" not in info  # the answer is not given away
         assert _selected(p, key) == []
         p.wait_for_timeout(500)
-        assert _runs(log) == runs
+        assert app_runs(log) == runs
     finally:
         ctx.close()
 
@@ -317,17 +296,7 @@ WORKED = torch.tensor(((1.0, 2.0, 7.0), (3.0, 4.0, 9.0)), dtype=torch.float64)  
 
 
 def _worked(browser, url: str, touch: bool = False):
-    ctx = browser.new_context(
-        viewport={"width": 390, "height": 844} if touch else {"width": 1400, "height": 900},
-        has_touch=touch,
-        is_mobile=touch,
-    )
-    p = ctx.new_page()
-    p.set_default_timeout(120_000)
-    p.goto(f"{url}/worked-example")
-    wait_done(p, 120_000)
-    p.locator(f"{WKEY} [role=gridcell]").first.wait_for()
-    return ctx, p
+    return _grid_page(browser, f"{url}/worked-example", WKEY, touch)
 
 
 def _check_worked(p, cell: tuple[int, int]) -> None:
@@ -370,7 +339,7 @@ def test_worked_example_click_tap_and_keys_pick_exactly_that_cell(browser, count
     url, log = counted
     ctx, p = _worked(browser, url)
     try:
-        runs = _runs(log)
+        runs = app_runs(log)
         cells = p.locator(f"{WKEY} [role=gridcell]")
         cells.nth(1 * 3 + 2).hover()
         _check_worked(p, (1, 2))  # answered in the browser: no run at all
@@ -383,16 +352,16 @@ def test_worked_example_click_tap_and_keys_pick_exactly_that_cell(browser, count
         p.keyboard.press("Enter")
         _worked_out(p, (1, 2))
         assert_no_exception(p)
-        assert _runs(log) == runs, log.read_text().splitlines()[runs:]  # app.py never ran
+        assert app_runs(log) == runs, log.read_text().splitlines()[runs:]  # app.py never ran
         assert not _axe(p, WKEY)
     finally:
         ctx.close()
     ctx, p = _worked(browser, url, touch=True)
     try:
-        runs = _runs(log)
+        runs = app_runs(log)
         _tap(p, p.locator(f"{WKEY} [role=gridcell]").nth(1 * 3 + 0))  # one real tap
         _check_worked(p, (1, 0))
         _worked_out(p, (1, 0))
-        assert _runs(log) == runs
+        assert app_runs(log) == runs
     finally:
         ctx.close()

@@ -102,6 +102,10 @@ TOPICS: dict[str, tuple[str, str]] = {
         "population",
     ),
     "LayerNorm at tiny batches (Ba et al. 2016)": ("training", "tiny"),
+    "Dynamic Tanh in place of LayerNorm, across learning rates (Zhu et al. 2025)": (
+        "training",
+        "dyt",
+    ),
     # choosing a normalization
     "which normalization when: CNNs, transformers, RNNs, detection, style transfer": (
         "choose",

@@ -304,59 +304,33 @@ def figure(res: RenormRuns, presenter: bool = False) -> go.Figure:
         rb, db = np.array([bounds(int(s), res.steps[i]) for s in x]).T
         for row, vals, hi, lo in ((1, res.r[i], rb, 1 / rb), (2, res.d[i], db, -db)):
             first = i == 0 and row == 1
-            fig.add_trace(
-                trace(
-                    "scatter",
-                    x=x,
-                    y=np.round(vals[:, 0], 4).tolist(),
-                    mode="lines",
-                    line={"color": band, "width": 0},
-                    showlegend=False,
-                    hoverinfo="skip",
+            bound = dict(line={"color": TRUTH, "dash": "dash", "width": 2}, name="clipping bound")
+            lines = (  # (values, look): the band's floor and ceiling, the median, the bounds
+                (vals[:, 0], dict(line={"color": band, "width": 0}, hoverinfo="skip")),
+                (
+                    vals[:, 2],
+                    dict(
+                        line={"color": band, "width": 0},
+                        fill="tonexty",
+                        name="smallest to largest unit",
+                    ),
                 ),
-                row,
-                i + 1,
+                (vals[:, 1], dict(line={"color": mid, "width": 3}, name="median unit")),
+                (hi, bound),
+                (lo, bound),
             )
-            fig.add_trace(
-                trace(
-                    "scatter",
-                    x=x,
-                    y=np.round(vals[:, 2], 4).tolist(),
-                    mode="lines",
-                    line={"color": band, "width": 0},
-                    fill="tonexty",
-                    name="smallest to largest unit",
-                    legendgroup="band",
-                    showlegend=first,
-                ),
-                row,
-                i + 1,
-            )
-            fig.add_trace(
-                trace(
-                    "scatter",
-                    x=x,
-                    y=np.round(vals[:, 1], 4).tolist(),
-                    mode="lines",
-                    line={"color": mid, "width": 3},
-                    name="median unit",
-                    legendgroup="mid",
-                    showlegend=first,
-                ),
-                row,
-                i + 1,
-            )
-            for k, b in enumerate((hi, lo)):
+            for k, (y, look) in enumerate(lines):
+                shown = first and "name" in look and k < 4  # one legend entry per name
+                group = {"legendgroup": look["name"]} if "name" in look else {}
                 fig.add_trace(
                     trace(
                         "scatter",
                         x=x,
-                        y=np.round(b, 4).tolist(),
+                        y=np.round(y, 4).tolist(),
                         mode="lines",
-                        line={"color": TRUTH, "dash": "dash", "width": 2},
-                        name="clipping bound",
-                        legendgroup="bound",
-                        showlegend=first and k == 0,
+                        showlegend=shown,
+                        **look,
+                        **group,
                     ),
                     row,
                     i + 1,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from normviz.knobs import Knob, merge
 from normviz.sections import Section, slugs
-from normviz.training import batch, converge, lr, noise, population, smooth, tiny
+from normviz.training import batch, converge, dyt_lr, lr, noise, population, smooth, tiny
 from normviz.training.common import Setup
 from normviz.training.data import SHIFTS
 from normviz.training.models import NORM_LABELS
@@ -21,6 +21,7 @@ from normviz.training.variants import BatchSizeRuns, score_runs, train_at_batch_
 
 SECTIONS: tuple[Section, ...] = (
     lr.SECTION,
+    dyt_lr.SECTION,
     converge.SECTION,
     batch.SECTION,
     smooth.SECTION,

@@ -5,7 +5,8 @@ Two small networks read the digits: an MLP over the 64 pixels (activations
 (activations (N, C, H, W)). After every hidden linear or conv layer sits one
 normalization layer, then a ReLU; a linear head gives the 10 class scores. These
 torch.nn models are the reference: the batched trainer (`wide.py`) starts from
-their weights and must reproduce their training to float tolerance.
+their weights and must reproduce their training to float tolerance. The DyT experiment's
+pre-norm residual MLP (kind "resmlp") has its reference and wide form in `resmlp.py`.
 """
 
 from __future__ import annotations
@@ -24,21 +25,30 @@ from normviz.training.data import CLASSES
 
 EPS = 1e-5  # every layer's ε (normviz's default; nn.RMSNorm's own default differs)
 NORMS: tuple[str, ...] = ("none", *listed("training"))  # the registry's "training" list
-NORM_LABELS: dict[str, str] = {"none": "no norm", **{k: METHODS[k].label for k in NORMS[1:]}}
 MLP_NORMS: tuple[str, ...] = ("none", *listed("training-mlp"))  # InstanceNorm: T = 1
+# the pre-norm residual MLP's (resmlp.py): LayerNorm, RMSNorm, DyT
+RES_NORMS: tuple[str, ...] = ("none", *listed("training-residual"))
+NORM_LABELS: dict[str, str] = {
+    "none": "no norm",
+    **{k: METHODS[k].label for k in (*NORMS[1:], *RES_NORMS[1:])},
+}
 
 
 @dataclass(frozen=True)
 class Net:
     """A network's shape (plain values: results are cached on it)."""
 
-    kind: str = "mlp"  # "mlp" over (B, 64) or "cnn" over (N, 1, 8, 8)
+    kind: str = "mlp"  # "mlp" over (B, 64), "cnn" over (N, 1, 8, 8), "resmlp" (resmlp.py)
     width: int = 64  # MLP hidden units; CNN channels of the first conv (then 2×)
     depth: int = 2  # hidden layers, each followed by a norm and a ReLU
     groups: int = 4  # GroupNorm's G
 
     def layers(self) -> tuple[Layer, ...]:
         """The hidden layers in order."""
+        if self.kind == "resmlp":  # the embedding, then each block's first linear map
+            return tuple(
+                Layer("linear", c, self.width, ()) for c in [64] + [self.width] * self.depth
+            )
         if self.kind == "mlp":
             dims = [64] + [self.width] * self.depth
             return tuple(Layer("linear", a, b, ()) for a, b in itertools.pairwise(dims))
@@ -58,11 +68,11 @@ class Net:
 
     @property
     def layout(self) -> str:
-        return "BTC" if self.kind == "mlp" else "NCHW"
+        return "NCHW" if self.kind == "cnn" else "BTC"
 
     def norms(self) -> tuple[str, ...]:
         """The normalizations this network can use."""
-        return MLP_NORMS if self.kind == "mlp" else NORMS
+        return {"mlp": MLP_NORMS, "resmlp": RES_NORMS}.get(self.kind, NORMS)
 
     def check(self, norm: str) -> None:
         if norm not in self.norms():
@@ -142,13 +152,13 @@ def build(
 def layer_contract(norm: str, net: Net, batch: int = 4) -> Contract:
     """normviz's contract for `norm` on the first hidden activation (MLP: BTC with T = 1)."""
     layer = net.layers()[0]
-    shape = (batch, 1, layer.c_out) if net.kind == "mlp" else (batch, layer.c_out, *layer.spatial)
+    shape = (batch, layer.c_out, *layer.spatial) if net.kind == "cnn" else (batch, 1, layer.c_out)
     return contract(norm, net.layout, shape, groups=net.groups if norm == "group" else None)
 
 
 def pooled(norm: str, net: Net) -> str:
     """The axes one statistic pools over, from normviz's contract (e.g. "N, H, W")."""
-    if norm == "none":
+    if norm == "none" or METHODS[norm].kind == "elementwise":
         return "nothing"
     axes = layer_contract(norm, net).axes
-    return ", ".join(a for a in axes if not (net.kind == "mlp" and a == "T"))
+    return ", ".join(a for a in axes if not (net.kind != "cnn" and a == "T"))

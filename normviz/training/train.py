@@ -21,8 +21,9 @@ from torch import nn
 from normviz.gate import Gate
 from normviz.sections import Progress, no_progress
 from normviz.threads import single_threaded
+from normviz.training import resmlp
 from normviz.training.data import CLASSES, batches, digits
-from normviz.training.models import NORMS, Net, build
+from normviz.training.models import Net, build
 from normviz.training.wide import Variant, Wide
 
 SGD_MOMENTUM = 0.9
@@ -75,24 +76,30 @@ Hook = Callable[[Wide, int, torch.Tensor, torch.Tensor], None]
 
 def inputs(net: Net, x: torch.Tensor) -> torch.Tensor:
     """Images (..., 1, 8, 8) as the network reads them: 64 numbers for the MLP."""
-    return x.flatten(-3) if net.kind == "mlp" else x
+    return x if net.kind == "cnn" else x.flatten(-3)
 
 
 def order(grid: Grid) -> list[int]:
     """Variant positions sorted so that equal normalizations sit side by side."""
-    key = {n: i for i, n in enumerate(NORMS)}
+    key = {n: i for i, n in enumerate(grid.net.norms())}
     return sorted(
         range(len(grid.variants)),
         key=lambda i: (key[grid.variants[i].norm], grid.variants[i].ghost),
     )
 
 
+def builder(net: Net):
+    """The torch.nn reference builder of `net` and the class of its wide form."""
+    return (resmlp.build, resmlp.WideRes) if net.kind == "resmlp" else (build, Wide)
+
+
 def build_wide(grid: Grid) -> tuple[Wide, list[int]]:
     """The wide model of `grid` (variants sorted) and the sort order."""
     pos = order(grid)
     vs = [grid.variants[i] for i in pos]
-    models = [build(grid.net, v.norm, v.seed, grid.momentum, v.ghost) for v in vs]
-    return Wide(grid.net, vs, models, grid.momentum), pos
+    make, wide = builder(grid.net)
+    models = [make(grid.net, v.norm, v.seed, grid.momentum, v.ghost) for v in vs]
+    return wide(grid.net, vs, models, grid.momentum), pos
 
 
 def per_model_loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -258,8 +265,9 @@ def train_loop(grid: Grid) -> tuple[Outcome, list[nn.Sequential]]:
     X, Y = inputs(grid.net, data.x_train), data.y_train
     res: dict[str, list] = {k: [] for k in ("va", "vl", "ta", "tl", "dead", "bs")}
     models = []
+    make = builder(grid.net)[0]
     for v in grid.variants:
-        model = build(grid.net, v.norm, v.seed, grid.momentum, v.ghost)
+        model = make(grid.net, v.norm, v.seed, grid.momentum, v.ghost)
         opt = make_optimizer(grid.optimizer, model.parameters(), v.lr)
         dead = False
         model.train()
