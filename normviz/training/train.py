@@ -91,7 +91,7 @@ def build_wide(grid: Grid) -> tuple[Wide, list[int]]:
     """The wide model of `grid` (variants sorted) and the sort order."""
     pos = order(grid)
     vs = [grid.variants[i] for i in pos]
-    models = [build(grid.net, v.norm, v.seed, grid.momentum, v.ghost) for v in vs]
+    models = [build(grid.net, v.norm, v.seed, grid.momentum, v.ghost, v.ws) for v in vs]
     return Wide(grid.net, vs, models, grid.momentum), pos
 
 
@@ -259,7 +259,7 @@ def train_loop(grid: Grid) -> tuple[Outcome, list[nn.Sequential]]:
     res: dict[str, list] = {k: [] for k in ("va", "vl", "ta", "tl", "dead", "bs")}
     models = []
     for v in grid.variants:
-        model = build(grid.net, v.norm, v.seed, grid.momentum, v.ghost)
+        model = build(grid.net, v.norm, v.seed, grid.momentum, v.ghost, v.ws)
         opt = make_optimizer(grid.optimizer, model.parameters(), v.lr)
         dead = False
         model.train()
