@@ -31,6 +31,7 @@ CHEAP: dict[str, dict[str, str]] = {
     "noise": {"no_epochs": "2"},
     "population": {"pop_shift": "noise", "pop_strength": "0.25"},
     "tiny": {"tiny_epochs": "1", "tiny_batch": "8"},
+    "ws": {"ws_epochs": "1"},
 }
 
 

@@ -113,21 +113,14 @@ def figure(res: WSResult, presenter: bool) -> go.Figure:
 
 def table(res: WSResult) -> pd.DataFrame:
     r = res.runs
-    rows = []
+    rows: dict[str, list] = {"steps": [r.steps(b) for b in r.batch_sizes]}
     for i in range(len(ARMS)):
-        for j, b in enumerate(r.batch_sizes):
-            m, s = common.mean_sd(100 * r.eval_acc[i, j])
-            rows.append(
-                {
-                    "normalization": arm_label(i),
-                    "batch": b,
-                    "steps": r.steps(b),
-                    "accuracy (%)": float(m),
-                    "± sd": float(s),
-                    "training mode (%)": float(100 * r.train_acc[i, j].mean()),
-                }
-            )
-    return pd.DataFrame(rows)
+        m, s = common.mean_sd(100 * r.eval_acc[i])
+        rows[f"{arm_label(i)} (%)"] = m.tolist()
+        rows[f"{arm_label(i)} ± sd"] = s.tolist()
+    bn = ARMS.index(("batch", False))
+    rows["BatchNorm, training mode (%)"] = (100 * r.train_acc[bn].mean(-1)).tolist()
+    return pd.DataFrame(rows, index=pd.Index(r.batch_sizes, name="batch"))
 
 
 def measured() -> str:
@@ -149,7 +142,7 @@ def _spatial() -> list[tuple[int, int]]:
 
 
 def _points(d: float) -> str:
-    return f"{100 * d:+.1f} points"
+    return f"{round(100 * d, 1) + 0.0:+.1f} points"  # + 0.0: no "-0.0"
 
 
 def verdict(res: WSResult) -> str:
