@@ -103,6 +103,13 @@ def test_training_in_browser(page, server) -> None:
     assert_no_exception(page)
     # the URL is written once at the end of the run, after the text above appears
     page.wait_for_function("() => location.search.includes('exp=smooth')", timeout=120_000)
+    page.get_by_text("Weight Standardization", exact=True).first.click()
+    page.get_by_text("at batch 1 GroupNorm + WS scores").first.wait_for(timeout=180_000)
+    page.get_by_text("GroupNorm + WS against BatchNorm at micro-batches").first.wait_for(
+        timeout=60_000
+    )
+    assert_no_exception(page)
+    page.wait_for_function("() => location.search.includes('exp=ws')", timeout=120_000)
 
 
 def test_instancenorm_fits_the_cnn_and_is_refused_in_the_mlp() -> None:
