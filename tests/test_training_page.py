@@ -105,9 +105,7 @@ def test_training_in_browser(page, server) -> None:
     page.wait_for_function("() => location.search.includes('exp=smooth')", timeout=120_000)
     page.get_by_text("Weight Standardization", exact=True).first.click()
     page.get_by_text("at batch 1 GroupNorm + WS scores").first.wait_for(timeout=180_000)
-    page.get_by_text("GroupNorm + WS against BatchNorm at micro-batches").first.wait_for(
-        timeout=60_000
-    )
+    page.get_by_text("GroupNorm + WS against BatchNorm").first.wait_for(timeout=60_000)
     assert_no_exception(page)
     page.wait_for_function("() => location.search.includes('exp=ws')", timeout=120_000)
 

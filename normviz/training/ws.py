@@ -108,19 +108,29 @@ def figure(res: WSResult, presenter: bool) -> go.Figure:
         type="log", tickvals=list(r.batch_sizes), title="batch size (equal samples seen)"
     )
     fig.update_yaxes(title="validation accuracy (%)")
-    return common.finish(fig, "GroupNorm + WS against BatchNorm at micro-batches", presenter)
+    return common.finish(fig, "GroupNorm + WS against BatchNorm<br>at micro-batches", presenter)
 
 
 def table(res: WSResult) -> pd.DataFrame:
+    """One row per line of the figure and batch size (narrow: it fits a phone)."""
     r = res.runs
-    rows: dict[str, list] = {"steps": [r.steps(b) for b in r.batch_sizes]}
-    for i in range(len(ARMS)):
-        m, s = common.mean_sd(100 * r.eval_acc[i])
-        rows[f"{arm_label(i)} (%)"] = m.tolist()
-        rows[f"{arm_label(i)} ± sd"] = s.tolist()
     bn = ARMS.index(("batch", False))
-    rows["BatchNorm, training mode (%)"] = (100 * r.train_acc[bn].mean(-1)).tolist()
-    return pd.DataFrame(rows, index=pd.Index(r.batch_sizes, name="batch"))
+    lines = [(arm_label(i), r.eval_acc[i]) for i in range(len(ARMS))]
+    lines.append(("BatchNorm, training mode", r.train_acc[bn]))
+    rows = []
+    for name, acc in lines:
+        m, s = common.mean_sd(100 * acc)
+        for j, b in enumerate(r.batch_sizes):
+            rows.append(
+                {
+                    "normalization": name,
+                    "batch": b,
+                    "steps": r.steps(b),
+                    "accuracy (%)": round(float(m[j]), 2),
+                    "± sd": round(float(s[j]), 2),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def measured() -> str:
@@ -155,7 +165,7 @@ def verdict(res: WSResult) -> str:
         a, b = r.eval_acc[gn_ws, j], r.eval_acc[bn, j]
         ok.append(bool(a.mean() >= b.mean() - MARGIN))
         n, k = a.size, int((a >= b).sum())
-        seeds = f"{k} of {n} seeds as high or higher" if n > 1 else None
+        seeds = f"as high or higher in {k} of {n} seeds" if n > 1 else None
         parts.append(
             f"at batch {r.batch_sizes[j]} GroupNorm + WS scores {common.pct(a.mean())} against "
             f"BatchNorm's {common.pct(b.mean())}" + (f" ({seeds})" if seeds else "")
