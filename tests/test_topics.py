@@ -102,6 +102,7 @@ TOPICS: dict[str, tuple[str, str]] = {
         "population",
     ),
     "LayerNorm at tiny batches (Ba et al. 2016)": ("training", "tiny"),
+    "Weight Standardization with GroupNorm at micro-batches (Qiao et al. 2019)": ("training", "ws"),
     # choosing a normalization
     "which normalization when: CNNs, transformers, RNNs, detection, style transfer": (
         "choose",
