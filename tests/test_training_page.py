@@ -31,7 +31,7 @@ CHEAP: dict[str, dict[str, str]] = {
     "noise": {"no_epochs": "2"},
     "population": {"pop_shift": "noise", "pop_strength": "0.25"},
     "tiny": {"tiny_epochs": "1", "tiny_batch": "8"},
-    "ws": {"ws_epochs": "1"},
+    "ws": {"ws_epochs": "0.5"},
 }
 
 
@@ -49,7 +49,8 @@ def test_every_experiment_runs_from_a_link(section: Section) -> None:
     assert len(charts(at)) == 1
     assert at.table, "the experiment's table"
     body = texts(at)
-    assert "Holds here" in body or "Does not hold here" in body, body[-800:]
+    heads = ("Holds here", "Does not hold here", "Mixed here")  # a verdict, whichever it is
+    assert any(h in body for h in heads), body[-800:]
     assert "Where the statistics come from" in body
     assert {k: url_value(at, k) for k in link} == link  # the link is written back as it came
 

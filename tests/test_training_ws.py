@@ -71,7 +71,7 @@ def test_section_at_the_example_setup() -> None:
     r = res.runs
     assert r.eval_acc.shape == r.train_acc.shape == (3, len(wsx.SIZES), 3)
     assert r.arms() == wsx.ARMS
-    assert r.samples == setup.samples(1)
+    assert r.samples == setup.samples(0.5)
     assert [r.steps(b) for b in r.batch_sizes] == [r.samples // b for b in wsx.SIZES]
     assert ((r.eval_acc >= 0) & (r.eval_acc <= 1)).all() and not r.diverged.any()
     # GroupNorm has no batch statistics: at batch 1 (every validation image scored) its
@@ -108,6 +108,7 @@ def test_section_at_the_example_setup() -> None:
         )
         + " (mean over seeds)."
     )
+    assert notes[3] == wsx.spread(res) and notes[3].startswith("Against the noise: at batch 1")
     # the verdict across the 3 seeds: its head is the rule recomputed from the arrays
     ok = [r.eval_acc[1, j].mean() >= r.eval_acc[2, j].mean() - wsx.MARGIN for j in (0, 1)]
     head = "Holds here" if all(ok) else "Does not hold here" if not any(ok) else "Mixed here"
@@ -177,6 +178,18 @@ def test_verdict_branches(gn_ws, bn, head) -> None:
         k = 3 if gn_ws[j] >= bn[j] else 0
         assert f"at batch {b} GroupNorm + WS scores {100 * gn_ws[j]:.1f} %" in text
         assert f"BatchNorm's {100 * bn[j]:.1f} % (as high or higher in {k} of 3 seeds)" in text
+
+
+def test_the_gap_is_weighed_against_the_seeds_spread() -> None:
+    # seeds spread by ±1 point (sd 0.8): a 10-point gap is beyond it, a 0.5-point one within
+    text = wsx.spread(_synthetic([0.90, 0.905], [0.80, 0.90]))
+    assert text == (
+        "Against the noise: at batch 1 the gap (+10.0 points) is beyond the seeds' spread "
+        "(sd up to 0.8); at batch 2 the gap (+0.5 points) is within the seeds' spread "
+        "(sd up to 0.8)."
+    )
+    res = _synthetic([0.9, 0.9], [0.8, 0.8], seeds=1)
+    assert not any(n.startswith("Against the noise") for n in wsx.notes(res))  # no spread
 
 
 def test_verdict_with_one_seed_counts_no_seeds() -> None:
