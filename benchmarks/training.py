@@ -9,7 +9,10 @@ Prints, on this machine, with torch on one thread as in the app:
 - each experiment's cold time at its defaults (target: under 10 s), calling the
   section's run directly, in wall and CPU seconds;
 - the page from the cache: a first AppTest run of /training?exp=<slug> and a rerun
-  of the same session (target: the rerun well under a second);
+  of the same session (target: the rerun ≤ 0.1 s);
+- Weight Standardization's own cost (`exp=ws`): milliseconds per training step at
+  batch 1 of its GroupNorm runs with and without WS (the standardization of the filters
+  in every forward pass), and the share of the experiment each batch size takes;
 - the BatchNorm lab's trained sections that live outside the training lab (Batch
   Renormalization, `/batchnorm?sim=renorm`): cold time, first page run, cached rerun
   (target: the rerun ≤ 0.1 s);
@@ -38,6 +41,7 @@ from normviz.training.train import Grid, train, train_loop
 from normviz.training.wide import Variant
 
 COLD_TARGET = 10.0
+RERUN_TARGET = 0.1
 
 
 def default_lr_grid() -> Grid:
@@ -68,13 +72,13 @@ def default_dyt_grid() -> Grid:
     return Grid(dyt_lr.NET, variants, batch=32, samples=samples, optimizer="adam")
 
 
-def best(fn, repeat: int) -> float:
+def best(fn, repeat: int, clock=time.perf_counter) -> float:
     """The fastest of `repeat` runs of fn() (the machine is shared: noise only slows)."""
     times = []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return min(times)
 
 
@@ -118,11 +122,43 @@ def page_times(only: set[str]) -> None:
         at.run()
         again = time.perf_counter() - t0
         assert not at.exception, [e.value for e in at.exception]
-        print(f"{s.slug:>11}: page first run {first:5.2f} s, rerun from cache {again:5.2f} s")
+        flag = "ok" if again <= RERUN_TARGET else "MISS"
+        print(
+            f"{s.slug:>11}: page first run {first:5.2f} s, rerun from cache {again:5.2f} s "
+            f"[{flag}, target ≤ {RERUN_TARGET:g} s]"
+        )
+
+
+def ws_costs(repeat: int) -> None:
+    """Weight Standardization's price per step, and where the experiment's time goes."""
+    from normviz.training import ws
+
+    setup = Setup()
+    seeds = setup.seeds(ws.SECTION.defaults()["runs"])
+    per_step = {}
+    for flag in (False, True):
+        grid = Grid(
+            ws.NET,
+            tuple(Variant("group", ws.LR, s, ws=flag) for s in seeds),
+            batch=1,
+            samples=300,
+            optimizer="adam",
+        )
+        train(grid)  # warm up
+        run = lambda grid=grid: train(grid)  # noqa: E731
+        per_step[flag] = best(run, repeat, time.process_time) / grid.steps  # CPU: load-proof
+    print(
+        f"         ws: GroupNorm at batch 1, {len(seeds)} seeds: "
+        f"{1e3 * per_step[False]:.2f} CPU-ms a step, with WS {1e3 * per_step[True]:.2f} "
+        f"(×{per_step[True] / per_step[False]:.2f})"
+    )
+    samples = setup.samples(ws.SECTION.defaults()["ws_epochs"])
+    steps = {b: samples // b for b in ws.SIZES}
+    share = ", ".join(f"batch {b} {v / sum(steps.values()):.0%}" for b, v in steps.items())
+    print(f"         ws: {sum(steps.values())} steps at the defaults ({share}, equal samples)")
 
 
 LAB_TRAINED = ("renorm",)  # BatchNorm-lab sections that train networks on the digits
-RERUN_TARGET = 0.1
 
 
 def lab_times(only: set[str], app: bool) -> None:
@@ -231,6 +267,8 @@ def main() -> None:
         if not only or "dyt" in only:
             speedup(args.repeat, "dyt", default_dyt_grid())
     cold_times(only)
+    if not only or "ws" in only:
+        ws_costs(args.repeat)
     if not args.no_app:
         page_times(only)
     lab_times(only, not args.no_app)

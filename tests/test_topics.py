@@ -106,6 +106,7 @@ TOPICS: dict[str, tuple[str, str]] = {
         "training",
         "dyt",
     ),
+    "Weight Standardization with GroupNorm at micro-batches (Qiao et al. 2019)": ("training", "ws"),
     # choosing a normalization
     "which normalization when: CNNs, transformers, RNNs, detection, style transfer": (
         "choose",

@@ -114,7 +114,7 @@ def _result(layer: list[float], dyt: list[float], seeds: int = 3) -> DytResult:
     [
         ([0.90, 0.95, 0.90, 0.60], [0.895, 0.96, 0.93, 0.70], "**Holds here**", "0.1 (+10.0)"),
         ([0.90, 0.95, 0.90, 0.60], [0.80, 0.90, 0.85, 0.40], "**Does not hold here**", "-20.0"),
-        ([0.90, 0.95, 0.90, 0.10], [0.80, 0.945, 0.93, 0.10], "**Holds only in part", "0.0001"),
+        ([0.90, 0.95, 0.90, 0.10], [0.80, 0.945, 0.93, 0.10], "**Mixed here", "0.0001"),
         (
             [0.90, 0.95, 0.90, 0.10],
             [0.91, 0.96, 0.93, 0.12],
@@ -130,7 +130,7 @@ def test_the_verdict_follows_the_numbers(layer, dyt, head, words) -> None:
     text = verdict(res)
     assert head in text and words in text, text
     assert dyt_lr.notes(res)[-1] == text
-    if head == "**Holds only in part":  # where DyT matches and where it falls behind
+    if head == "**Mixed here":  # where DyT matches and where it falls behind
         assert (
             "at learning rate 0.001 (-0.5), 0.01 (+3.0) and falls behind at 0.0001 (-10.0)" in text
         )

@@ -1,6 +1,6 @@
 """Training lab (/training): why normalization helps, measured live on real digits.
 
-Seven experiments, one module each, reading top to bottom (intro, knobs, run, figure,
+Nine experiments, one module each, reading top to bottom (intro, knobs, run, figure,
 table, notes); each names the paper's claim and ends in a verdict computed from
 its runs. The machinery under them: `data.py` (scikit-learn's digits, offline),
 `models.py` (the torch.nn networks and where each norm sits), `wide.py` (a grid of
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from normviz.knobs import Knob, merge
 from normviz.sections import Section, slugs
-from normviz.training import batch, converge, dyt_lr, lr, noise, population, smooth, tiny
+from normviz.training import batch, converge, dyt_lr, lr, noise, population, smooth, tiny, ws
 from normviz.training.common import Setup
 from normviz.training.data import SHIFTS
 from normviz.training.models import NORM_LABELS
@@ -28,6 +28,7 @@ SECTIONS: tuple[Section, ...] = (
     noise.SECTION,
     population.SECTION,
     tiny.SECTION,
+    ws.SECTION,
 )
 EXP = Knob("exp", SECTIONS[0].slug, choices=slugs(SECTIONS), label="Experiment")
 KNOBS: tuple[Knob, ...] = (EXP, *merge(*(s.knobs for s in SECTIONS)))

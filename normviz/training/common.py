@@ -52,9 +52,9 @@ def pools(norms: Sequence[str], net: Net) -> str:
     return "; ".join(parts)
 
 
-def verdict(holds: bool, claim: str, because: str) -> str:
-    """The one sentence that judges a paper's claim from the numbers."""
-    head = "**Holds here**" if holds else "**Does not hold here**"
+def verdict(holds: bool | None, claim: str, because: str) -> str:
+    """The one sentence that judges a paper's claim from the numbers (None: mixed)."""
+    head = {True: "**Holds here**", False: "**Does not hold here**", None: "**Mixed here**"}[holds]
     return f"{claim} {head}: {because}."
 
 

@@ -22,6 +22,7 @@ from normviz.core import Contract, contract
 from normviz.errors import NormConfigError
 from normviz.methods import METHODS, listed
 from normviz.training.data import CLASSES
+from normviz.weightstd import WSConv2d
 
 EPS = 1e-5  # every layer's ε (normviz's default; nn.RMSNorm's own default differs)
 NORMS: tuple[str, ...] = ("none", *listed("training"))  # the registry's "training" list
@@ -133,17 +134,23 @@ def norm_layer(norm: str, net: Net, layer: Layer, momentum: float | None = 0.1, 
 
 
 def build(
-    net: Net, norm: str, seed: int, momentum: float | None = 0.1, ghost: int = 0
+    net: Net, norm: str, seed: int, momentum: float | None = 0.1, ghost: int = 0, ws: bool = False
 ) -> nn.Sequential:
-    """[layer, norm, ReLU] × depth, flatten, linear head; torch's init drawn from `seed`."""
+    """[layer, norm, ReLU] × depth, flatten, linear head; torch's init drawn from `seed`.
+
+    ws: the convs standardize their weights (`normviz.weightstd.WSConv2d`, CNN only).
+    """
     net.check(norm)
+    if ws and net.kind != "cnn":
+        raise NormConfigError("Weight Standardization standardizes conv filters: use the CNN")
+    conv = WSConv2d if ws else nn.Conv2d  # the same parameters, drawn the same way
     torch.manual_seed(seed)  # the same seed gives the same weights for every norm
     mods: list[nn.Module] = []
     for layer in net.layers():
         if layer.kind == "linear":
             mods.append(nn.Linear(layer.c_in, layer.c_out))
         else:
-            mods.append(nn.Conv2d(layer.c_in, layer.c_out, 3, layer.stride, padding=1))
+            mods.append(conv(layer.c_in, layer.c_out, 3, layer.stride, padding=1))
         mods += [norm_layer(norm, net, layer, momentum, ghost), nn.ReLU()]
     mods += [nn.Flatten(), nn.Linear(net.features, CLASSES)]
     return nn.Sequential(*mods)

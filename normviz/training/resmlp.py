@@ -61,9 +61,14 @@ def norm_module(norm: str, d: int) -> nn.Module:
     return nn.Identity() if norm == "none" else METHODS[norm].build("BTC", (1, 1, d), eps=EPS)
 
 
-def build(net: Net, norm: str, seed: int, momentum: float | None = 0.1, ghost: int = 0) -> ResMLP:
-    """The reference for one run; torch's init drawn from `seed` (models.build's signature)."""
+def build(
+    net: Net, norm: str, seed: int, momentum: float | None = 0.1, ghost: int = 0, ws: bool = False
+) -> ResMLP:
+    """The reference for one run; torch's init drawn from `seed` (models.build's signature;
+    no convs, so no Weight Standardization)."""
     net.check(norm)
+    if ws:
+        raise NormConfigError("Weight Standardization needs convolutions; this is an MLP")
     torch.manual_seed(seed)  # the same seed gives the same linear weights for every norm
     return ResMLP(net, norm)
 

@@ -98,7 +98,7 @@ def build_wide(grid: Grid) -> tuple[Wide, list[int]]:
     pos = order(grid)
     vs = [grid.variants[i] for i in pos]
     make, wide = builder(grid.net)
-    models = [make(grid.net, v.norm, v.seed, grid.momentum, v.ghost) for v in vs]
+    models = [make(grid.net, v.norm, v.seed, grid.momentum, v.ghost, v.ws) for v in vs]
     return wide(grid.net, vs, models, grid.momentum), pos
 
 
@@ -267,7 +267,7 @@ def train_loop(grid: Grid) -> tuple[Outcome, list[nn.Sequential]]:
     models = []
     make = builder(grid.net)[0]
     for v in grid.variants:
-        model = make(grid.net, v.norm, v.seed, grid.momentum, v.ghost)
+        model = make(grid.net, v.norm, v.seed, grid.momentum, v.ghost, v.ws)
         opt = make_optimizer(grid.optimizer, model.parameters(), v.lr)
         dead = False
         model.train()

@@ -38,6 +38,11 @@ class BatchSizeRuns:
     samples: int = 0  # training samples every run saw (equal for every batch size)
     net: Net | None = None  # the networks' shape (kept runs only)
     weights: tuple[tuple[np.ndarray, ...], ...] = ()  # per batch size: Wide.snapshot()
+    ws: tuple[bool, ...] = ()  # per norm: its convs standardize their weights (empty: none)
+
+    def arms(self) -> tuple[tuple[str, bool], ...]:
+        """(norm, Weight Standardization) per row of the accuracy arrays."""
+        return tuple(zip(self.norms, self.ws or (False,) * len(self.norms), strict=True))
 
     def steps(self, batch: int) -> int:
         """Optimizer steps of a run at `batch`: equal samples seen, so more for a smaller batch."""
@@ -54,13 +59,18 @@ def train_at_batch_sizes(
     optimizer: str = "adam",
     progress: Progress = no_progress,
     keep: bool = False,
+    ws: Sequence[bool] = (),
 ) -> BatchSizeRuns:
     """Train every norm × seed at each batch size, `samples` training samples per run.
 
-    keep: also return the trained weights (for `score_runs`).
+    keep: also return the trained weights (for `score_runs`). ws: per norm, whether its
+    convs standardize their weights (a norm may appear twice, with and without).
     """
-    norms, sizes, seeds = tuple(norms), tuple(batch_sizes), tuple(seeds)
-    variants = tuple(Variant(n, lr, s) for n in norms for s in seeds)
+    norms, sizes, seeds, ws = tuple(norms), tuple(batch_sizes), tuple(seeds), tuple(ws)
+    flags = ws or (False,) * len(norms)
+    variants = tuple(
+        Variant(n, lr, s, ws=w) for n, w in zip(norms, flags, strict=True) for s in seeds
+    )
     work = [samples // b for b in sizes]  # steps: what each size costs
     done = 0
     ev, tr, dv, kept = [], [], [], []
@@ -90,6 +100,7 @@ def train_at_batch_sizes(
         samples,
         net if keep else None,
         tuple(kept),
+        ws,
     )
 
 
@@ -107,7 +118,7 @@ def score_runs(
     by its own statistics (the running ones do not move)."""
     if runs.net is None or len(runs.weights) != len(runs.batch_sizes):
         raise ValueError("these runs kept no weights: train them with keep=True")
-    variants = tuple(Variant(n, 0.0, s) for n in runs.norms for s in runs.seeds)
+    variants = tuple(Variant(n, 0.0, s, ws=w) for n, w in runs.arms() for s in runs.seeds)
     ev, tr = [], []
     for b, arrays in zip(runs.batch_sizes, runs.weights, strict=True):
         wide, pos = build_wide(Grid(runs.net, variants, batch=b))

@@ -10,7 +10,8 @@ functional form of the same torch.nn layer on a wide tensor: BatchNorm2d over
 with m·G groups is m GroupNorms, InstanceNorm is per channel anyway; LayerNorm and
 RMSNorm normalize each model's (C, H, W) block. Models never mix: a run that
 diverges stays NaN in its own slice. `tests/test_training_engine.py` checks that
-this equals training each torch.nn model alone.
+this equals training each torch.nn model alone. A run with Weight Standardization
+(`Variant.ws`) convolves with its filters standardized (`normviz.weightstd`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from normviz.training.models import EPS, Net
+from normviz.weightstd import standardize
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Variant:
     lr: float
     seed: int  # the initial weights and the order of the batches
     ghost: int = 0  # BatchNorm's statistics batch; 0: the whole batch
+    ws: bool = False  # the convs standardize their weights (Weight Standardization, CNN)
 
 
 @dataclass
@@ -73,6 +76,8 @@ class Wide:
         self.net, self.variants, self.momentum = net, variants, momentum
         self.layers = net.layers()
         self.M = len(variants)
+        # models whose convs standardize their weights (Weight Standardization), (M,) bool
+        self.ws = torch.tensor([v.ws for v in variants], dtype=torch.bool)
         d = len(self.layers)
         self.w = [torch.stack([m[3 * i].weight.detach() for m in models]) for i in range(d)]
         self.b = [torch.stack([m[3 * i].bias.detach() for m in models]) for i in range(d)]
@@ -158,13 +163,21 @@ class Wide:
         h, M = x, self.M  # (B, M, C, H, W): the grouped conv's channels are (M, C)
         for i, layer in enumerate(self.layers):
             B = h.shape[0]
-            w = self.w[i].reshape(M * layer.c_out, layer.c_in, 3, 3)
+            w = self._conv_weight(i).reshape(M * layer.c_out, layer.c_in, 3, 3)
             flat = h.reshape(B, M * layer.c_in, *h.shape[-2:])
             h = F.conv2d(flat, w, self.b[i].reshape(-1), layer.stride, 1, groups=M)
             h = h.view(B, M, layer.c_out, *layer.spatial)
             h = F.relu(self._norm(i, h, training, update))
         h = h.reshape(h.shape[0], M, -1)
         return torch.einsum("bmi,moi->bmo", h, self.head_w) + self.head_b
+
+    def _conv_weight(self, i: int) -> torch.Tensor:
+        """Layer i's conv weights (M, C_out, C_in, 3, 3), standardized for the WS models."""
+        w = self.w[i]
+        if not self.ws.any():
+            return w
+        ws = standardize(w.flatten(0, 1)).view_as(w)  # per (model, output channel)
+        return ws if self.ws.all() else torch.where(self.ws.view(-1, 1, 1, 1, 1), ws, w)
 
     def _norm(self, i: int, h: torch.Tensor, training: bool, update: bool) -> torch.Tensor:
         apply = self._mlp if self.net.kind == "mlp" else self._cnn
