@@ -39,10 +39,16 @@ def _request_training(section: Section) -> None:
 
 
 def _formulas(res: placement.Placements) -> None:
-    for col, card in zip(st.columns(len(res.cards)), res.cards, strict=True):
-        col.markdown(f"**{card.title}**")
-        col.latex(card.formula)
-        col.caption(card.caption)
+    # two cards a row (four left Peri-LN's formula no room at 1024 px presenter): pre-norm
+    # above Peri-LN, post-norm above DeepNorm, each above its variant (ui/css.py sizes
+    # the formulas in res_cards)
+    with st.container(key="res_cards"):
+        for at in range(0, len(res.cards), 2):
+            row = zip(st.columns(2, gap="medium"), res.cards[at : at + 2], strict=False)
+            for col, card in row:
+                col.markdown(f"**{card.title}**")
+                col.latex(card.formula)
+                col.caption(card.caption)
 
 
 @st.fragment

@@ -61,6 +61,9 @@ def test_notes_and_figure_follow_the_numbers() -> None:
     (heat,) = fig.data
     assert np.asarray(heat.z).shape == (2, 6)
     np.testing.assert_allclose(np.asarray(heat.z)[:, ::2], res.means, atol=1e-4)
+    # the colour bar's title beside it: above, it took the room of two rows' short bar
+    # and its ticks met in presenter mode
+    assert heat.colorbar.title.side == "right"
     one = reshape.check(x, "NCHW", 1)
     assert "LayerNorm over (C, H, W)" in "\n".join(reshape.notes(one))
     assert "G = 1 group of C//G = 6" in one.code

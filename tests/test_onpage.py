@@ -121,12 +121,12 @@ def _change_on_page(p, path: str) -> tuple[str, str]:
 # The first chart of a step's view starts on the first 1280×720 screen (its title and
 # top rows show; the rest of it may sit below the fold). Not yet, each with its reason:
 FIRST_SCREEN_NOT_YET = {
-    "": "Home's first chart (the method thumbnails) is below the formula and the contract "
-    "table, which are the step's content and are on screen",
-    "worked-example": "the step's content is the matrix and its statistics (on screen); "
-    "its one chart is below them",
-    "residual": "the first section is the two formula cards (on screen); the first chart "
-    "is in the second section",
+    "": "Home's first chart (the method thumbnails) is below the introduction, the formula "
+    "(on screen) and the contract table",
+    "worked-example": "the step's content starts with the matrix to edit (on screen); its "
+    "one chart, each method's output, is below it",
+    "residual": "the first section is the four formula cards, two a row (the four formulas "
+    "on screen); the first chart is in the second section",
     "choose": "the decision guide has no chart; its recommendation is below the three questions",
 }
 FIRST_CHART_JS = """() => {

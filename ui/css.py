@@ -23,6 +23,11 @@ BASE = """
    with its column, down to 0.8 of the text size, so its result stays in view */
 [data-testid="stColumn"] { container-type: inline-size; }
 [data-testid="stColumn"] .katex-display > .katex { font-size: clamp(0.8em, 3.4cqi, 1.21em); }
+/* /residual's cards, two a row: larger, up to the size that holds Peri-LN's formula,
+   the longest (about 16 of its font sizes wide) */
+.st-key-res_cards [data-testid="stColumn"] .katex-display > .katex {
+  font-size: clamp(0.8em, 5.5cqi, 1.21em);
+}
 /* pill rows wrap onto more lines instead of scrolling sideways out of sight, and a long
    pill wraps its own words */
 [data-testid="stButtonGroup"] > div { flex-wrap: wrap; overflow-x: visible; }

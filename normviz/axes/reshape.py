@@ -163,7 +163,9 @@ def figure(res: ReshapeCheck, presenter: bool = False) -> go.Figure:
             zmid=0,
             name="μ of the channel's group",
             hovertemplate=f"{s}=%{{y}}, channel %{{x}}: group μ = %{{z}}<extra></extra>",
-            colorbar={"title": {"text": "μ"}},
+            # the title beside the bar, not above it: the bar keeps the plot's whole height
+            # for its ticks (above, two samples' rows left it too short for −2, 0, 2)
+            colorbar={"title": {"text": "μ", "side": "right"}},
         )
     )
     fig.update_xaxes(

@@ -110,7 +110,9 @@ def run(setup: Setup, knobs: Mapping[str, Value], progress: Progress) -> Feature
 
 def figure(res: FeatureDims, presenter: bool) -> go.Figure:
     fig = Spec()
-    series = {"input": res.found.rms, **res.after}
+    series = {
+        name: np.maximum(rms, 1e-6) for name, rms in {"input": res.found.rms, **res.after}.items()
+    }
     for name, rms in series.items():
         label = "input" if name == "input" else f"after {METHODS[name].label}"
         colour = style.BEFORE if name == "input" else style.METHOD_COLOURS[name]
@@ -119,7 +121,7 @@ def figure(res: FeatureDims, presenter: bool) -> go.Figure:
             trace(
                 "scatter",
                 x=np.arange(rms.size),
-                y=np.maximum(rms, 1e-6),
+                y=rms,
                 mode="markers",
                 name=label,
                 marker={"symbol": symbol, "size": 7, "color": colour},
@@ -128,7 +130,7 @@ def figure(res: FeatureDims, presenter: bool) -> go.Figure:
     fig.update_layout(
         title="Each channel's RMS, before and after",
         xaxis={"title": {"text": "channel (feature dimension)"}},
-        yaxis={"title": "RMS (log scale)", "type": "log"},
+        yaxis={"title": "RMS (log scale)", **style.log_axis(*series.values())},
         legend=style.LEGEND_BELOW,
     )
     return style.apply(fig, presenter, height=380).figure()

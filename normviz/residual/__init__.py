@@ -4,7 +4,7 @@ A stack of L residual blocks, each `x + F(Norm(x))` (pre-norm), `Norm(x + F(x))`
 (post-norm), `x + Norm(F(Norm(x)))` (Peri-LN), `Norm(α·x + F(x))` (DeepNorm) or
 `x + F(x)` (no normalization). The page's sections, in order:
 
-- `placement`: the two update rules side by side (module `placement`);
+- `placement`: the four update rules, two a row (module `placement`);
 - `init`: at initialization, over a few seeds, the activation scale after every
   block and the gradient reaching every block's input, through the whole network
   and through the identity (skip) paths alone (module `depth`);

@@ -109,7 +109,7 @@ CARDS: tuple[Card, ...] = (
 
 @dataclass(frozen=True)
 class Placements:
-    """The placements the page compares, side by side."""
+    """The placements the page compares (shown two a row)."""
 
     cards: tuple[Card, ...]
 

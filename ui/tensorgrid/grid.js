@@ -213,8 +213,12 @@ function layoutCells(st) {
   const h = Math.max(6, Math.min(colW, 1.75 * rem, Math.max(6, (rows * rem) / st.nRows)));
   st.grid.style.setProperty("--h", `${h}px`);
   const fit = (px, need) => Math.max(1, Math.ceil(need / px));
-  const colStep = fit(colW, 0.6 * rem * Math.max(...st.colHeads.map((c) => c.dataset.label.length)) + 4);
-  st.colHeads.forEach((c, k) => (c.textContent = k % colStep ? "" : c.dataset.label));
+  const need = (c) => 0.6 * rem * c.dataset.label.length + 4;  // a label's width, generously
+  const colStep = fit(colW, Math.max(...st.colHeads.map(need)));
+  // a label starts at its column and runs right over the unlabelled ones: one near the
+  // right edge is shown only if the columns left to it hold it (else it would stick out)
+  const shown = (c, k) => k % colStep === 0 && (k === 0 || (st.nCols - k) * colW >= need(c));
+  st.colHeads.forEach((c, k) => (c.textContent = shown(c, k) ? c.dataset.label : ""));
   const rowStep = fit(h, 0.95 * rem);
   st.rowHeads.forEach((r, k) => (r.textContent = k % rowStep ? "" : r.dataset.label));
   st.grid.classList.toggle("tg-small", h < 0.9 * rem);
