@@ -41,7 +41,15 @@ def section(s: Section) -> None:
     if s is choose.STATE_DICT:
         setup, values = _upload_inputs(s)
     else:
-        setup, values = choose.Setup(), {k.name: knobs.draw(k, PAGE, choose) for k in s.knobs}
+        # on a projector the guide's questions take two columns (the constraints on the
+        # right), so its answer is on the first screen; columns stack again below 640 px
+        side = state.presenter() and s is choose.GUIDE
+        left, right = st.columns([1, 1.3], gap="large") if side else (st.container(),) * 2
+        values = {}
+        for k in s.knobs:
+            with right if side and k is s.knobs[-1] else left:
+                values[k.name] = knobs.draw(k, PAGE, choose)
+        setup = choose.Setup()
     runner.show(PAGE, s, setup, values, state.presenter(), intro=False)
 
 

@@ -118,21 +118,22 @@ def _change_on_page(p, path: str) -> tuple[str, str]:
     raise AssertionError(path)
 
 
-# The first chart of a step's view starts on the first 1280×720 screen (its title and
-# top rows show; the rest of it may sit below the fold). Not yet, each with its reason:
-FIRST_SCREEN_NOT_YET = {
-    "": "Home's first chart (the method thumbnails) is below the introduction, the formula "
-    "(on screen) and the contract table",
-    "worked-example": "the step's content starts with the matrix to edit (on screen); its "
-    "one chart, each method's output, is below it",
-    "residual": "the first section is the four formula cards, two a row (the four formulas "
-    "on screen); the first chart is in the second section",
-    "choose": "the decision guide has no chart; its recommendation is below the three questions",
+# The first figure of a step's view starts on the first 1280×720 screen (its title and
+# top rows show; the rest of it may sit below the fold): a plotly chart or a components-v2
+# figure (the tensor grid, the step-through player), or on the pages whose step is not a
+# chart, what the step is about:
+FIRST_FIGURE = {
+    "": ".katex-display",  # Home: the one formula (its first chart, the method thumbnails,
+    # is below the introduction and the contract table)
+    "worked-example": "[data-testid=stDataFrame]",  # the matrix to edit (its chart, each
+    # method's output, is below it)
+    "residual": ".st-key-res_cards",  # the four placements' formulas, two a row
+    "choose": "[data-testid=stAlert]",  # the guide's answer (it has no chart above it)
 }
-FIRST_CHART_JS = """() => {
-    // a plotly chart, or a components-v2 figure (the tensor grid, the step-through player)
-    const c = document.querySelector('[data-testid=stMain] [data-testid=stPlotlyChart], '
-        + '[data-testid=stMain] [data-testid=stBidiComponentIsolated]');
+CHART = "[data-testid=stPlotlyChart], [data-testid=stBidiComponentIsolated]"
+FIRST_FIGURE_JS = """(sel) => {
+    const c = document.querySelector(sel.split(', ').map(s => '[data-testid=stMain] ' + s)
+        .join(', '));
     return c ? Math.round(c.getBoundingClientRect().top) : null;
 }"""
 # home and the worked example change nothing in the URL: their steps read the page (the
@@ -149,8 +150,8 @@ def test_every_lecture_step_is_done_from_the_page(browser, server) -> None:
         for step in teach.STEPS:
             p.goto(f"{server}/{step.link[2:]}")
             settle(p)
-            top = p.evaluate(FIRST_CHART_JS)
-            if step.path not in FIRST_SCREEN_NOT_YET and (top is None or top > 720 - 48):
+            top = p.evaluate(FIRST_FIGURE_JS, FIRST_FIGURE.get(step.path, CHART))
+            if top is None or top > 720 - 48:
                 late[step.path] = top
             if step.path in NO_URL_SETTING:
                 continue
@@ -164,7 +165,7 @@ def test_every_lecture_step_is_done_from_the_page(browser, server) -> None:
             assert_no_exception(p)
     finally:
         ctx.close()
-    assert not late, f"the first chart starts below the first screen (top, px): {late}"
+    assert not late, f"the first figure starts below the first screen (top, px): {late}"
 
 
 # ---- a shared presenter link opened on a phone reads like the normal view -------------
