@@ -51,6 +51,14 @@ def params() -> dict[str, Any]:
     return state.page_params(PAGE)
 
 
+def question(ex: Exercise) -> None:
+    """The exercise's heading, intro and prompt."""
+    s = practice.by_slug(practice.SECTIONS, ex.kind)
+    st.subheader(s.label)
+    st.markdown(s.intro)
+    st.markdown(ex.prompt)
+
+
 def exercise(kind: str, seed: int) -> Exercise | None:
     """The exercise (cached by the runner), or None after showing why it cannot run."""
     section = practice.by_slug(practice.SECTIONS, kind)
@@ -324,19 +332,3 @@ def errors() -> None:
     msg = st.session_state.pop("pr_error", None)
     if msg:
         st.error(md_text(msg, limit=300), icon=":material/block:")
-
-
-@st.fragment(run_every=live.POLL_S)
-def poll(code: str, shown: tuple[int, bool]) -> None:
-    """A student's view: rerun the page when the teacher reveals or moves on."""
-    comeback.beat()
-    try:
-        info = room().get(code)
-    except ClassUnavailable as e:  # keep polling: the page shows the class again after
-        st.caption(md_text(e, limit=300))
-        return
-    except ClassError:
-        st.rerun()
-        return
-    if (info.question, info.revealed) != shown:
-        st.rerun()
