@@ -59,6 +59,14 @@ def question(ex: Exercise) -> None:
     st.markdown(ex.prompt)
 
 
+@functools.lru_cache(maxsize=64)
+def class_exercise(kind: str, seed: int) -> Exercise:
+    """A live class's exercise (its kind checked when the class opened), for the student's
+    view, which draws it again at every poll: the runner's cached result is a copy made
+    on every read (st.cache_data), this is the one frozen object."""
+    return practice.exercise(kind, seed)
+
+
 def exercise(kind: str, seed: int) -> Exercise | None:
     """The exercise (cached by the runner), or None after showing why it cannot run."""
     section = practice.by_slug(practice.SECTIONS, kind)

@@ -45,9 +45,7 @@ def student(code: str) -> None:
 
 def view(info: ClassInfo, mine: str | None) -> None:
     """The class's question; before the reveal the answer widgets, after it the grade."""
-    ex = ui.exercise(info.kind, info.seed)
-    if ex is None:
-        return
+    ex = ui.class_exercise(info.kind, info.seed)
     st.info(live.STUDENT, icon=":material/groups:")
     tag = f"{info.code}-{info.question}"
     st.caption(f"Question {info.question}")
