@@ -104,16 +104,11 @@ class Client:
         self.page_hash = ""
         self.runs = 0
 
-    async def run(
-        self,
-        widgets: tuple = (),  # type: ignore[type-arg]
-        poll: bool = False,
-        fragment: bool = False,
-    ) -> Run:
-        """Rerun the page (or, with `poll`, its polling fragment as its timer does; with
-        `fragment`, that fragment for a widget inside it, as a browser does) with the held
-        widget values and `widgets` ((WidgetState setter, ...)); read to the end of the
-        run, through any st.rerun. The fragment's id is the latest the server sent."""
+    async def run(self, widgets: tuple = (), poll: bool = False) -> Run:  # type: ignore[type-arg]
+        """Rerun the page (or, with `poll`, its polling fragment) with the held widget
+        values and `widgets` ((WidgetState setter, ...)); read to the end of the run,
+        through any st.rerun. The fragment's id is the latest the server sent: it moves
+        when the page above it changes (a student's "answer is in" note)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
@@ -122,9 +117,9 @@ class Client:
             msg.rerun_script.query_string = self.query
             msg.rerun_script.page_name = PAGE
             msg.rerun_script.page_script_hash = self.page_hash
-            if poll or fragment:  # the browser's run_every timer, or a widget inside
+            if poll:  # as the browser's run_every timer does
                 msg.rerun_script.fragment_id = self.poll[0]
-                msg.rerun_script.is_auto_rerun = poll
+                msg.rerun_script.is_auto_rerun = True
             for state in self.states.values():
                 msg.rerun_script.widget_states.widgets.add().CopyFrom(state)
             for set_state in widgets:
@@ -239,11 +234,10 @@ async def student(url: str, s: Student, hall: Hall, code: str, args: argparse.Na
                 raise RuntimeError("no answer widget: " + first.texts()[:120])
             poller = asyncio.create_task(_poll(c, s, hall, code))
             await asyncio.sleep(random.uniform(0, args.spread))
-            # the student's view is the polling fragment: its widgets rerun it alone
-            await c.run((_pick(radio.id, labels[s.i % len(labels)]),), fragment=True)
+            await c.run((_pick(radio.id, labels[s.i % len(labels)]),))
             button = first.widget("pr_submit", "button")
             s.sent = time.perf_counter()
-            done = await c.run((_click(button.id),), fragment=True)
+            done = await c.run((_click(button.id),))
             if live.SENT.split(".")[0] not in done.texts():
                 raise RuntimeError("not in: " + done.texts()[-160:])
             s.acked = time.perf_counter()

@@ -62,4 +62,4 @@ if info is None:
 elif teaching:
     projector.teacher(info)
 else:
-    student.student(info.code)
+    student.page(info)
