@@ -6,23 +6,13 @@ import streamlit as st
 
 import ui.warmup  # first: the heavy imports, one thread at a time
 from normviz import practice
-from normviz.classroom import ClassInfo
-from normviz.practice import Exercise, live
-from ui import identity, projector, route, state
 from ui import practice as ui
+from ui import projector, route, state, student
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
 PAGE = "practice"  # the URL path; its knobs are practice.KNOBS (ui.params.PAGE_PARAMS[PAGE])
 LABELS = {s.slug: s.label for s in practice.SECTIONS}
-
-
-def question(ex: Exercise) -> None:
-    """The exercise's heading, intro and prompt."""
-    s = practice.by_slug(practice.SECTIONS, ex.kind)
-    st.subheader(s.label)
-    st.markdown(s.intro)
-    st.markdown(ex.prompt)
 
 
 def solo(kind: str, seed: int) -> None:
@@ -33,7 +23,7 @@ def solo(kind: str, seed: int) -> None:
     tag = f"{kind}-{seed}"
     done = ui.checked(tag)
     verdict = practice.grade(ex, done[0]) if done else None
-    question(ex)
+    ui.question(ex)
     ui.start_button(kind, seed)
     ui.grid(ex, tag, verdict, done[0] if done else None)
     ui.table(ex)
@@ -55,34 +45,6 @@ def solo(kind: str, seed: int) -> None:
     ui.teach_form()
 
 
-def student(info: ClassInfo) -> None:
-    """A student's view: the class's question, send an answer, see the reveal."""
-    ex = ui.exercise(info.kind, info.seed)
-    if ex is None:
-        return
-    st.info(live.STUDENT, icon=":material/groups:")
-    tag = f"{info.code}-{info.question}"
-    mine = ui.room().answer_of(info.code, info.question, identity.browser())
-    st.caption(f"Question {info.question}")
-    question(ex)
-    if info.revealed:
-        verdict = practice.grade(ex, mine) if mine else None
-        ui.grid(ex, tag, verdict, mine or "")
-        ui.table(ex)
-        if mine is None:
-            st.warning(live.NOT_ANSWERED, icon=":material/schedule:")
-        ui.feedback(ex, verdict)
-    else:
-        ui.grid(ex, tag, None)
-        ui.table(ex)
-        answer = ui.answer_input(ex, tag)
-        if st.button("Send my answer", key="pr_submit", type="primary", disabled=answer is None):
-            mine = ui.submit(info, ex, answer) or mine
-        if mine is not None:
-            st.success(live.SENT, icon=":material/send:")
-    ui.poll(info.code, (info.question, info.revealed))
-
-
 head = st.container()  # the title, above a link's message, except on the projected screen
 knobs = ui.params()
 info = ui.join(str(knobs["class"]))
@@ -100,4 +62,4 @@ if info is None:
 elif teaching:
     projector.teacher(info)
 else:
-    student(info)
+    student.page(info)

@@ -3,7 +3,7 @@
 When the server process behind a page dies (kill -9 behind nginx) or restarts, the
 browser reconnects to a new session and keeps showing the old page, asking for no
 run; the new session knows none of the page's fragments, so Streamlit drops their
-timed reruns (`run_every`) and the live views (ui.practice.poll, .tally) would stand
+timed reruns (`run_every`) and the live views (ui.student.poll, ui.projector.tally) would stand
 still: a student would miss the reveal. Each of those fragment runs draws a beat (a
 hidden counter); a small component outside any fragment watches it in the browser
 and, when it has not moved for `STALE_S` while the page is visible, sends one value,

@@ -51,6 +51,22 @@ def params() -> dict[str, Any]:
     return state.page_params(PAGE)
 
 
+def question(ex: Exercise) -> None:
+    """The exercise's heading, intro and prompt."""
+    s = practice.by_slug(practice.SECTIONS, ex.kind)
+    st.subheader(s.label)
+    st.markdown(s.intro)
+    st.markdown(ex.prompt)
+
+
+@functools.lru_cache(maxsize=64)
+def class_exercise(kind: str, seed: int) -> Exercise:
+    """A live class's exercise (its kind checked when the class opened), for the student's
+    view, which draws it again at every poll: the runner's cached result is a copy made
+    on every read (st.cache_data), this is the one frozen object."""
+    return practice.exercise(kind, seed)
+
+
 def exercise(kind: str, seed: int) -> Exercise | None:
     """The exercise (cached by the runner), or None after showing why it cannot run."""
     section = practice.by_slug(practice.SECTIONS, kind)
@@ -324,19 +340,3 @@ def errors() -> None:
     msg = st.session_state.pop("pr_error", None)
     if msg:
         st.error(md_text(msg, limit=300), icon=":material/block:")
-
-
-@st.fragment(run_every=live.POLL_S)
-def poll(code: str, shown: tuple[int, bool]) -> None:
-    """A student's view: rerun the page when the teacher reveals or moves on."""
-    comeback.beat()
-    try:
-        info = room().get(code)
-    except ClassUnavailable as e:  # keep polling: the page shows the class again after
-        st.caption(md_text(e, limit=300))
-        return
-    except ClassError:
-        st.rerun()
-        return
-    if (info.question, info.revealed) != shown:
-        st.rerun()

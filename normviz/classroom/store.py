@@ -230,14 +230,19 @@ class Classroom:
     def answer_of(self, code: object, question: int, student: object) -> str | None:
         """The answer this student's token gave to this question, if any."""
         with self._tx() as c:
+            return self._answer(c, self._row(c, code), question, student)
+
+    def seen_by(self, code: object, student: object) -> tuple[ClassInfo, str | None]:
+        """The class and this student's answer to its current question: one read (a poll)."""
+        with self._tx() as c:
             row = self._row(c, code)
-            return c.execute(
-                select(answers.c.answer).where(
-                    answers.c.class_id == row.id,
-                    answers.c.question == int(question),
-                    answers.c.student == student_token(row.code, student),
-                )
-            ).scalar()
+            return self._info(row), self._answer(c, row, row.question, student)
+
+    @staticmethod
+    def _answer(c: Connection, row: Any, question: int, student: object) -> str | None:
+        mine = answers.c.student == student_token(row.code, student)
+        where = and_(answers.c.class_id == row.id, answers.c.question == int(question), mine)
+        return c.execute(select(answers.c.answer).where(where)).scalar()
 
     def counts(self, code: object, teacher: object, question: int | None = None) -> dict:
         """How many students gave each answer to `question` (default: the current one)."""
