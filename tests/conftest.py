@@ -187,8 +187,18 @@ def counted() -> Iterator[tuple[str, Path]]:
     log = ROOT / ".pytest_cache" / f"app-runs-{os.getpid()}.log"
     log.parent.mkdir(exist_ok=True)
     log.write_text("")
-    with serve(env={RUN_LOG: str(log)}) as url:
+    for old in SESSION_DB.parent.glob(f"{SESSION_DB.name}*"):  # the file, its -wal, -shm
+        old.unlink()
+    with serve(env={RUN_LOG: str(log), "NORMVIZ_DB_URL": server_db()}) as url:
         yield url, log
+
+
+SESSION_DB = ROOT / ".pytest_cache" / f"classes-{os.getpid()}.db"
+
+
+def server_db() -> str:
+    """The live classes' database of the session's app server (a fresh SQLite file)."""
+    return f"sqlite:///{SESSION_DB}"
 
 
 @pytest.fixture(scope="session")

@@ -132,10 +132,9 @@ async def _class(url: str) -> dict:
     return {"seen": seen, "verdicts": verdicts, "problems": problems, "code": code}
 
 
-def test_a_teacher_and_ten_students(tmp_path) -> None:
+def test_a_teacher_and_ten_students(server) -> None:
     ex, answers = _plan()
-    with serve({"NORMVIZ_DB_URL": f"sqlite:///{tmp_path / 'classes.db'}"}) as url:
-        out = _run(_class(url))
+    out = _run(_class(server))
     assert out["seen"] == dict(Counter(answers))  # exactly the submitted answers
     right = dict(ex.options)[ex.truth[0]]
     for answer, alerts in zip(answers, out["verdicts"], strict=True):
@@ -278,11 +277,10 @@ async def _clicks(url: str) -> dict:
     return {"picked": picked, "alerts": alerts, "problems": problems, "names": names}
 
 
-def test_clicking_cells_picks_and_grades_them(tmp_path) -> None:
+def test_clicking_cells_picks_and_grades_them(server) -> None:
     ex = practice.exercise("cells", 0)
     marked = practice.cell_name(ex.case.layout, ex.marked)
-    with serve({"NORMVIZ_DB_URL": f"sqlite:///{tmp_path / 'classes.db'}"}) as url:
-        out = _run(_clicks(url))
+    out = _run(_clicks(server))
     group = [out["names"][int(i)] for i in ex.truth]
     shown = [n for n in out["names"] if n in out["picked"]]
     assert shown == group[:-1]

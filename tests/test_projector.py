@@ -198,22 +198,19 @@ def _overlap(a: dict, b: dict) -> bool:
     return w > 1 and h > 1
 
 
-def test_the_projector_screen_fits_1280x720_and_a_phone_shows_the_question(tmp_path) -> None:
+def test_the_projector_screen_fits_1280x720_and_a_phone_shows_the_question(server) -> None:
     """(In a thread of its own: Playwright's sync API refuses a thread whose asyncio loop
     another test in this worker left running.)"""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(1) as pool:
-        pool.submit(_projector_screen_fits, tmp_path).result()
+        pool.submit(_projector_screen_fits, server).result()
 
 
-def _projector_screen_fits(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def _projector_screen_fits(url: str) -> None:
     from playwright.sync_api import sync_playwright
 
-    from benchmarks.common import serve
-
-    env = {"NORMVIZ_DB_URL": f"sqlite:///{tmp_path / 'classes.db'}"}
-    with serve(log=tmp_path / "server.log", env=env) as (url, _pid), sync_playwright() as pw:
+    with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         ctx = new_context(b, 1280, 720, False)
         p = ctx.new_page()
