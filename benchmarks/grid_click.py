@@ -146,10 +146,11 @@ def _load(url: str, students: int, stop: threading.Event) -> threading.Thread:
 
 def _row(label: str, r: dict, loaded: bool) -> str:
     app = "–" if loaded else f"{r['app_runs']:.2f}"  # the students run app.py too
+    cpu = "–" if loaded else f"{r['cpu']:.3f}"  # under load: mostly the students' runs
     return (
         f"{label:<16} {statistics.median(r['lit']):>8.1f} {_p(r['lit'], 0.9):>8.1f}  "
         f"{statistics.median(r['numbers']):>8.0f} {_p(r['numbers'], 0.9):>8.0f}  "
-        f"{r['runs']:>9.2f} {app:>8} {r['cpu']:>9.3f}"
+        f"{r['runs']:>9.2f} {app:>8} {cpu:>9}"
     )
 
 
@@ -191,7 +192,7 @@ def main() -> None:
         "lit: click → the group highlighted and its numbers in the panel (in the browser); "
         "nums: click → the server's worked numbers on screen. runs/click: script runs the "
         "browser saw (the explorer fragment), app.py: runs of app.py among them (idle only). "
-        "CPU-s/clk: the server's CPU per click; under load it includes the students' runs."
+        "CPU-s/clk: the server's CPU per click (idle only: under load it is the students' runs)."
     )
 
 

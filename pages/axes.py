@@ -84,6 +84,11 @@ def axis_boxes(layout: str, ticked: tuple[str, ...]) -> None:
         )
 
 
+def fold_key(slug: str) -> str:
+    """The session key of a folded section's fold (open or not; not in the URL)."""
+    return f"axes_fold_{slug}"
+
+
 # ---- the page ------------------------------------------------------------------------
 
 s = state.settings()
@@ -110,6 +115,12 @@ elif runner.guard(s.contract):  # a G that does not divide C, the element cap, n
         st.markdown(section.intro)
         if section is axes.custom.SECTION:
             axis_boxes(s.layout, axes.custom.ticked(con))
+        if section in axes.FOLDED:  # drawn once opened (the open fold reruns the page)
+            fold = st.expander(axes.FOLD_LABEL, key=fold_key(section.slug), on_change="rerun")
+            if fold.open:
+                with fold:
+                    runner.show(PAGE, section, setup, {}, state.presenter(), intro=False)
+            continue
         runner.show(PAGE, section, setup, {}, state.presenter(), intro=False)
 elif s.method == "custom":  # unticked every axis: the boxes are the way back
     st.subheader(axes.custom.SECTION.label)

@@ -18,8 +18,10 @@ from conftest import (
     wait_done,
 )
 from signals import assert_within_budget
+from streamlit.testing.v1 import AppTest
 
-from normviz import LAYOUTS, METHODS, STANDARD_METHODS, style
+from benchmarks.common import app_test
+from normviz import LAYOUTS, METHODS, STANDARD_METHODS, axes, style
 from ui.params import PAGE_PARAMS, fmt
 from ui.safe import JOINER
 
@@ -64,8 +66,34 @@ def _query(layout: str, method: str, **extra: str) -> dict[str, str]:
     return q | extra
 
 
-def test_default_page() -> None:
+def run_open(query: dict[str, str] | None = None) -> AppTest:
+    """/axes with every folded section's fold open (as a reader who opened them)."""
+    at = app_test("axes", query)
+    for section in axes.FOLDED:
+        at.session_state[f"axes_fold_{section.slug}"] = True
+    at.run()
+    return at
+
+
+def test_first_load_leaves_the_folded_sections_closed() -> None:
+    """A first load sends the block alone of the page's charts and no code (the
+    highlighter's script is not loaded); each fold opened draws its section."""
     at = run_app("axes")
+    assert_clean(at)
+    assert [c.key for c in at.get("plotly_chart")] == ["axes_block_fig"]
+    assert not at.code
+    folds = [e for e in at.expander if e.label == axes.FOLD_LABEL]
+    assert len(folds) == len(axes.FOLDED)
+    shown = {s.label for s in axes.FOLDED}
+    assert shown <= {h.value for h in at.subheader}  # each heading and intro stays
+    at.session_state["axes_fold_code"] = True
+    at.run()
+    assert "nn.BatchNorm1d(8, eps=1e-05)" in "\n".join(c.value for c in at.code)
+    assert [c.key for c in at.get("plotly_chart")] == ["axes_block_fig"]
+
+
+def test_default_page() -> None:
+    at = run_open()
     assert_clean(at)
     assert not at.error and not at.warning
     block, thumbs, groups = _charts(at)
@@ -101,7 +129,7 @@ def test_default_page() -> None:
     ("layout", "method"), [(lay, m) for lay in LAYOUTS for m in STANDARD_METHODS]
 )
 def test_every_method_and_layout(layout: str, method: str) -> None:
-    at = run_app("axes", _query(layout, method))
+    at = run_open(_query(layout, method))
     assert_clean(at)
     assert not at.error, [e.value for e in at.error]
     assert not at.warning, [w.value for w in at.warning]
@@ -127,7 +155,7 @@ def test_every_method_and_layout(layout: str, method: str) -> None:
     ],
 )
 def test_custom_axes_name_the_method_and_the_confusions(layout: str, axes: str, expect: str):
-    at = run_app("axes", _query(layout, "custom", axes=axes, centred="1"))
+    at = run_open(_query(layout, "custom", axes=axes, centred="1"))
     assert_clean(at)
     assert expect in texts(at)
     ticked = [c.key.removeprefix("axcb_") for c in at.checkbox if c.value]
@@ -136,13 +164,13 @@ def test_custom_axes_name_the_method_and_the_confusions(layout: str, axes: str, 
 
 
 def test_custom_uncentred_is_rmsnorm() -> None:
-    at = run_app("axes", _query("BTC", "custom", axes="C", centred="0"))
+    at = run_open(_query("BTC", "custom", axes="C", centred="0"))
     assert_clean(at)
     assert "exactly what RMSNorm does" in texts(at)
 
 
 def test_ticking_an_axis_switches_to_custom_axes() -> None:
-    at = run_app("axes")
+    at = run_open()
     at.checkbox(key="axcb_C").check().run()
     assert_clean(at)
     assert at.session_state["method"] == "custom"
@@ -159,7 +187,7 @@ def test_ticking_an_axis_switches_to_custom_axes() -> None:
 
 
 def test_selection_inputs_and_clamping() -> None:
-    at = run_app("axes")
+    at = run_open()
     at.number_input(key=keys.key("axes", "cell_b")).set_value(3).run()
     at.number_input(key=keys.key("axes", "cell_c")).set_value(7).run()
     assert_clean(at)
@@ -180,7 +208,7 @@ def test_selection_inputs_and_clamping() -> None:
 
 
 def test_partition_and_split_views() -> None:
-    at = run_app("axes", _query("NCHW", "group", groups="3"))
+    at = run_open(_query("NCHW", "group", groups="3"))
     at.toggle(key=keys.key("axes", "partition")).set_value(True).run()
     at.toggle(key=keys.key("axes", "split_hw")).set_value(True).run()
     assert_clean(at)
@@ -206,7 +234,7 @@ def test_a_link_reproduces_the_view_and_the_selected_cell() -> None:
         "partition": "1",
         "split_hw": "1",
     }
-    at = run_app("axes", link)
+    at = run_open(link)
     assert_clean(at)
     assert not at.warning, [w.value for w in at.warning]
     block = _charts(at)[0]
@@ -232,7 +260,7 @@ def test_a_link_reproduces_the_view_and_the_selected_cell() -> None:
 def test_bad_page_parameters_fall_back_with_a_warning(
     bad: dict[str, str], fallback: dict[str, object]
 ) -> None:
-    at = run_app("axes", _query("BTC", "batch") | bad)
+    at = run_open(_query("BTC", "batch") | bad)
     assert_clean(at)
     warned = "\n".join(w.value for w in at.warning)
     for name, value in bad.items():
@@ -247,7 +275,7 @@ def test_bad_page_parameters_fall_back_with_a_warning(
 def test_a_linked_cell_outside_the_tensor_falls_back_with_a_warning() -> None:
     link = {n: fmt(p.default) for n, p in PARAMS.items()}
     link |= _query("BTC", "batch", B="2") | {"cell_b": "2", "cell_t": "5", "cell_c": "8"}
-    at = run_app("axes", link)
+    at = run_open(link)
     assert_clean(at)
     warned = "\n".join(w.value for w in at.warning)
     assert "`cell_b=2` is not valid (B has 2 positions: expected a value from 0 to 1)" in warned
@@ -274,14 +302,14 @@ def test_a_linked_cell_outside_the_tensor_falls_back_with_a_warning() -> None:
     ],
 )
 def test_hostile_urls_fall_back_with_a_warning(query: dict[str, str], param: str) -> None:
-    at = run_app("axes", query)
+    at = run_open(query)
     assert_clean(at)
     assert f"`{param}=" in "\n".join(w.value for w in at.warning)
     assert "Contract card" in texts(at)  # the page still draws, at the fallback value
 
 
 def test_unknown_parameters_are_ignored_with_a_warning() -> None:
-    at = run_app("axes", {"sel_B": "3", "foo": "1"})  # sel_B: the cell's old widget key
+    at = run_open({"sel_B": "3", "foo": "1"})  # sel_B: the cell's old widget key
     assert_clean(at)
     assert "Ignored unknown parameter(s): `sel_B`, `foo`" in "\n".join(w.value for w in at.warning)
     assert at.number_input(key=keys.key("axes", "cell_b")).value == 0
@@ -289,14 +317,14 @@ def test_unknown_parameters_are_ignored_with_a_warning() -> None:
 
 
 def test_element_cap_is_explained() -> None:
-    at = run_app("axes", {"layout": "BTC", "B": "1024", "T": "4096", "C": "2"})
+    at = run_open({"layout": "BTC", "B": "1024", "T": "4096", "C": "2"})
     assert_clean(at)
     assert any("over the app's cap" in _plain(e.value) for e in at.error)
     assert not at.get("plotly_chart")
 
 
 def test_largest_allowed_shape_runs_within_budget() -> None:
-    at = run_app("axes", {"layout": "BTC", "B": "1024", "T": "4096", "C": "1", "method": "layer"})
+    at = run_open({"layout": "BTC", "B": "1024", "T": "4096", "C": "1", "method": "layer"})
     assert_clean(at)
     page = texts(at)
     assert "omitted" in "\n".join(
@@ -334,7 +362,7 @@ def test_largest_allowed_shape_runs_within_budget() -> None:
     ],
 )
 def test_refused_settings_show_reason_and_hint(query: dict, reason: str, hint: str) -> None:
-    at = run_app("axes", query)
+    at = run_open(query)
     assert_clean(at)
     shown = _plain("\n".join(e.value for e in at.error) + "\n".join(i.value for i in at.info))
     assert reason in shown and hint in shown, shown

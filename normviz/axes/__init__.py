@@ -60,11 +60,18 @@ REST: tuple[Section, ...] = (
     code.SECTION,
     reshape.SECTION,
 )
+# Far below the fold, drawn only when their fold is opened: on a first load they would
+# bring two of the page's three charts and its two code blocks, whose syntax highlighter
+# is a 1.5 MB script of its own (docs/serving.md, "First draw").
+FOLDED: tuple[Section, ...] = (multiples.SECTION, code.SECTION, reshape.SECTION)
+FOLD_LABEL = "Show this section"  # the fold's label, under the section's heading and intro
 SECTIONS: tuple[Section, ...] = SELECTION + REST
 KNOBS = merge(*(s.knobs for s in SECTIONS), CELL_KNOBS)
 HELP = block.HELP  # widget help texts, by knob name
 
 __all__ = [
+    "FOLDED",
+    "FOLD_LABEL",
     "HELP",
     "INTRO",
     "KNOBS",

@@ -77,7 +77,9 @@ def _poly_xy(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     path = np.full((n, 6, 2), np.nan)
     path[:, :4] = quads
     path[:, 4] = quads[:, 0]  # back to the first corner
-    path = np.round(path, 3).reshape(-1, 2)
+    # float32: 3 decimals of a block a few dozen cells wide need no more, and the typed
+    # arrays (most of the home page's first load) go out at half the bytes of float64
+    path = np.round(path, 3).astype(np.float32).reshape(-1, 2)
     return path[:, 0], path[:, 1]
 
 
