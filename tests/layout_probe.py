@@ -35,6 +35,22 @@ SCREENS = (
 # Every chart drew its SVG text (plotly.js draws after the script run).
 CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid=stPlotlyChart]')]
     .every(c => c.querySelector('.main-svg text, canvas'))"""
+# The main area's layout as a string: each chart's plot areas (plotly's automargin pass
+# moves them) and text boxes, the fonts' state. Equal on two polls = the page stopped moving.
+STILL_JS = """() => {
+    const box = (e) => { const r = e.getBoundingClientRect();
+        return [r.x, r.y, r.width, r.height].map(Math.round).join(','); };
+    const main = document.querySelector('[data-testid=stMain]');
+    const parts = [document.fonts.status, main ? box(main) + main.scrollHeight : ''];
+    for (const c of document.querySelectorAll('[data-testid=stPlotlyChart]')) {
+        parts.push([...c.querySelectorAll('.nsewdrag, .legend, .gtitle, .g-xtitle, .g-ytitle')]
+            .map(box).join(';'));
+    }
+    const sig = parts.join('|');
+    const still = window.__nvLayout === sig && document.fonts.status === 'loaded';
+    window.__nvLayout = sig;
+    return still;
+}"""
 
 PROBE_JS = """() => {
     const main = document.querySelector('[data-testid=stMain]');
@@ -157,7 +173,9 @@ def settle(p, timeout: float = 120_000) -> None:
     p.wait_for_timeout(300)
     p.wait_for_function(DONE_JS, timeout=timeout, polling=200)
     p.wait_for_function(CHARTS_DRAWN_JS, timeout=60_000, polling=200)
-    p.wait_for_timeout(800)  # plotly's second layout pass (automargin) and fonts
+    # plotly's second layout pass (automargin) and the fonts: until nothing moves for 250 ms
+    p.evaluate("() => { window.__nvLayout = null; }")
+    p.wait_for_function(STILL_JS, timeout=60_000, polling=250)
 
 
 def probe(p) -> dict:

@@ -1,4 +1,5 @@
-"""Accessibility in a real browser: axe-core on every page, and a text alternative per chart.
+"""Accessibility in a real browser: axe-core on every page, and a text alternative per chart
+(both on one visit of each page).
 
 axe-core (through axe-playwright-python) runs on the home page and on every page of
 `ui.pages.PAGES`; the test fails on any critical or serious violation. Violations in
@@ -51,8 +52,12 @@ def _visit(page, server: str, path: str) -> None:
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p or "home")
-def test_axe_finds_no_serious_violation(page, server, path: str) -> None:
-    Axe = pytest.importorskip("axe_playwright_python.sync_playwright").Axe  # requirements-dev
+def test_axe_finds_no_serious_violation_and_every_chart_has_a_text_alternative(
+    page, server, path: str
+) -> None:
+    """One visit per page: axe-core's findings, then each drawn chart's "Chart as text"
+    fold (tests/test_a11y_text.py checks the folds' sentences without a browser)."""
+    from axe_playwright_python.sync_playwright import Axe  # requirements-dev
 
     _visit(page, server, path)
     results = Axe().run(page, options={"resultTypes": ["violations"]})
@@ -64,11 +69,6 @@ def test_axe_finds_no_serious_violation(page, server, path: str) -> None:
         if not _excluded(page, v["id"], n["target"])
     ]
     assert not found, "\n".join(found)
-
-
-@pytest.mark.parametrize("path", PATHS, ids=lambda p: p or "home")
-def test_every_chart_has_a_text_alternative(page, server, path: str) -> None:
-    _visit(page, server, path)
     # the tensor grid (ui/tensorgrid.py, in its shadow root) is a chart as well
     charts = page.locator("[data-testid=stPlotlyChart], [data-testid=stGraphVizChart], .tg-grid")
     alts = page.locator("[data-testid=stExpander] summary", has_text=ALT_LABEL)
