@@ -300,6 +300,9 @@ METHODS: dict[str, Method] = {
             # practice: "name the method" shows its pattern, every cell a group of its own
             lists=frozenset({"training-residual", "guide", "outliers", "practice"}),
             audit_types=(DyT,),
+            # a DyT written elsewhere (the authors' DynamicTanh): its class name, or in a
+            # state dict its prefix; its saved signature is a scalar alpha beside γ and β
+            name_hint=r"(^|[._])(dyt|dynamic_?tanh)\d*($|[._])",
             natural_setting="transformers, as a drop-in for LayerNorm (Zhu et al. 2025)",
             best_for="transformers where a norm's reductions cost time; one scalar α per layer",
             pitfall="nothing adapts to the input's scale: α must be learned to fit it, values "

@@ -213,6 +213,15 @@ SOURCES: dict[str, Source] = {
             "2503.10622",
         ),
         Source(
+            "qiao2019",
+            "Qiao et al.",
+            "Siyuan Qiao, Huiyu Wang, Chenxi Liu, Wei Shen, Alan Yuille",
+            2019,
+            "Micro-Batch Training with Batch-Channel Normalization and Weight Standardization",
+            "arXiv preprint",
+            "1903.10520",
+        ),
+        Source(
             "sun2025",
             "Sun et al.",
             "Wenfang Sun, Xinyuan Song, Pengxiang Li, Lu Yin, Yefeng Zheng, Shiwei Liu",

@@ -1,4 +1,4 @@
-"""Weight Standardization (Qiao, Wang, Liu, Shen & Yuille 2019): standardize each conv
+"""Weight Standardization (Qiao et al. 2019): standardize each conv
 filter's weights, not the activations.
 
 Each output channel i of a conv has I = C_in · kH · kW weights (its fan-in). WS replaces

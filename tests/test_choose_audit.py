@@ -571,3 +571,49 @@ def test_a_pickle_that_runs_code_is_refused_not_loaded() -> None:
     torch.save({"w": _Evil()}, buf)
     with pytest.raises(io.TensorLoadError):
         io.load_tensors(buf.getvalue(), "evil.pt")
+
+
+class DynamicTanh(nn.Module):
+    """DyT as its authors wrote it (their own class, not normviz.dyt.DyT): γ·tanh(α·x) + β
+    over the last dim, one scalar α."""
+
+    def __init__(self, normalized_shape: int, alpha_init_value: float = 0.5) -> None:
+        super().__init__()
+        self.alpha = nn.Parameter(torch.ones(1) * alpha_init_value)
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.alpha * x) * self.weight + self.bias
+
+
+class _DytBlocks(nn.Module):
+    """Two pre-norm residual MLP blocks with DyT where LayerNorm would be, and a final DyT."""
+
+    def __init__(self, c: int = 8) -> None:
+        super().__init__()
+        self.n1, self.n2, self.out = DynamicTanh(c), DynamicTanh(c), DynamicTanh(c)
+        self.f1, self.f2 = nn.Linear(c, c), nn.Linear(c, c)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.f1(self.n1(x))
+        x = x + self.f2(self.n2(x))
+        return self.out(x)
+
+
+def test_a_dyt_written_elsewhere_is_audited_as_dyt() -> None:
+    r = engine.audit(_DytBlocks(), torch.randn(2, 3, 8))
+    assert {f.name: f.method for f in r.findings} == {"n1": "dyt", "n2": "dyt", "out": "dyt"}
+    assert r.placements == {"n1": PRE, "n2": PRE, "out": FINAL}
+    assert all(f.axes == "nothing (no statistics)" for f in r.findings)
+    assert findings.method_of(nn.Tanh()) is None  # a plain activation is not a norm
+
+
+def test_a_saved_dyt_is_known_by_its_scalar_alpha() -> None:
+    state = _DytBlocks().state_dict()
+    state = {k.replace("n1", "blocks.0.norm1"): v for k, v in state.items()}  # names say nothing
+    report = saved.audit_state_dict(state, ordered=True)
+    kinds = {n.prefix: (n.method, n.kind) for n in report.norms}
+    assert kinds["blocks.0.norm1"][0] == "dyt" and "scalar α" in kinds["blocks.0.norm1"][1]
+    methods = {k: m for k, (m, _) in kinds.items()}
+    assert methods == {"blocks.0.norm1": "dyt", "n2": "dyt", "out": "dyt"}

@@ -18,7 +18,9 @@ from ui.pages import CONTROLS, controls
 
 # A link per page that makes each of its controls matter (the BatchNorm lab's G is used
 # by its Shift tab).
-QUERY: dict[str, dict[str, str]] = {"batchnorm": {"sim": "shift"}}
+# /axes draws G's other users (every method side by side, GroupNorm as a reshape) only once
+# their folds are opened (normviz.axes.FOLDED): its G is read on a GroupNorm view
+QUERY: dict[str, dict[str, str]] = {"batchnorm": {"sim": "shift"}, "axes": {"method": "group"}}
 # A new value for each control: (widget kind, key, value)
 CHANGES: dict[str, list[tuple[str, str, Any]]] = {
     "layout": [("radio", "layout", "NCHW")],

@@ -14,6 +14,7 @@ from a real model.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 
 import torch
@@ -65,12 +66,23 @@ PLACEMENT_HELP: dict[str, str] = {
 }
 
 
+# A module outside torch.nn with no statistics to measure is known by its class's name
+# (the registry's name hint: DyT, the DyT authors' DynamicTanh); one with statistics is
+# only what its type says (a name alone cannot tell LayerNorm from RMSNorm).
+NAMED_TYPES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(m.name_hint), key)
+    for key, m in METHODS.items()
+    if m.kind == "elementwise" and m.name_hint
+)
+
+
 def method_of(module: nn.Module) -> str | None:
     """The METHODS key of a torch normalization module, or None for anything else."""
     for cls, key in NORM_TYPES:
         if isinstance(module, cls):
             return key
-    return None
+    name = type(module).__name__.lower()
+    return next((key for pattern, key in NAMED_TYPES if pattern.search(name)), None)
 
 
 def bias_is_needless(method: str) -> bool:

@@ -163,6 +163,9 @@ def audit_state_dict(tensors: Mapping[str, torch.Tensor], ordered: bool = False)
                 notes.append("negative running variance: the file is damaged")
             if "running_mean" not in leaves or "running_var" not in leaves:
                 notes.append("running_mean or running_var missing: evaluation mode cannot work")
+        elif (a := leaves.get("alpha")) is not None and a.numel() == 1 and one_d_weight:
+            method = "dyt"  # DyT's signature: one scalar α beside γ (and β), no statistics
+            kind = f"{METHODS[method].label}-style: a scalar α beside γ, no statistics"
         else:
             method = guess
             b = leaves.get("bias")

@@ -1,4 +1,4 @@
-"""Dynamic Tanh across learning rates (Zhu, Chen, He, LeCun & Liu 2025): does DyT, with no
+"""Dynamic Tanh across learning rates (Zhu et al. 2025): does DyT, with no
 statistics at all, stand in for LayerNorm?
 
 One pre-norm residual MLP (`resmlp.py`: 4 blocks of width 128) per norm (none, LayerNorm,

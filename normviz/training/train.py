@@ -80,7 +80,13 @@ def inputs(net: Net, x: torch.Tensor) -> torch.Tensor:
 
 
 def order(grid: Grid) -> list[int]:
-    """Variant positions sorted so that equal normalizations sit side by side."""
+    """Variant positions sorted so that equal normalizations sit side by side.
+
+    Raises:
+        NormConfigError: a variant's normalization does not fit the network (its message).
+    """
+    for norm in {v.norm for v in grid.variants}:
+        grid.net.check(norm)
     key = {n: i for i, n in enumerate(grid.net.norms())}
     return sorted(
         range(len(grid.variants)),
