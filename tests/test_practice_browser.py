@@ -148,25 +148,28 @@ def test_a_teacher_and_ten_students(server) -> None:
 
 async def _click_in_poll(url: str) -> list[dict]:
     """Students pick an answer while their poll's fragment run is starting (slowly: the
-    server runs tests/slow_runs); each then sends it."""
+    server runs tests/slow_runs); each then sends it. The three students at once."""
     _ex, answers = _plan()
     async with _browser() as b:
         teacher = await _open(b, f"{url}/practice?kind={KIND}", width=1400)
         code = await _start_class(teacher)
-        out = []
-        for answer in answers[:3]:
+
+        async def student(answer: str) -> dict:
             p = await _open(b, f"{url}/practice?class={code}")
             await p.wait_for_timeout(2500)  # the poll's run (2 s apart) is under way
             await p.locator(f".st-key-pr_choice_{code}-1").get_by_text(answer, exact=True).click()
             await _done(p)
             await p.wait_for_timeout(4500)  # two more polls: the server's value is settled
-            out.append({"disabled": await p.locator(".st-key-pr_submit button").is_disabled()})
-            if out[-1]["disabled"]:  # the answer was lost on the server
-                return out
-            await p.locator(".st-key-pr_submit button").click()
-            await p.get_by_text("Your answer is in").wait_for()
+            got = {"disabled": await p.locator(".st-key-pr_submit button").is_disabled()}
+            if not got["disabled"]:  # else the answer was lost on the server
+                await p.locator(".st-key-pr_submit button").click()
+                await p.get_by_text("Your answer is in").wait_for()
             await p.context.close()
-        out.append({"seen": await _until_tally(teacher, dict(Counter(answers[:3])))})
+            return got
+
+        out = list(await asyncio.gather(*(student(a) for a in answers[:3])))
+        if not any(o["disabled"] for o in out):
+            out.append({"seen": await _until_tally(teacher, dict(Counter(answers[:3])))})
     return out
 
 
