@@ -4,11 +4,11 @@ and autograd (r and d constants, as the paper treats them), and its clipping bou
 from __future__ import annotations
 
 import functools
-import threading
 
 import numpy as np
 import pytest
 import torch
+from held_gate import run_behind_held
 from signals import assert_within_budget
 from torch import nn
 
@@ -260,27 +260,10 @@ def test_the_section_is_in_the_lab() -> None:
 def test_a_first_run_queues_behind_a_training_lab_run() -> None:
     """The section trains through the training lab's gate: while another run holds it,
     this one says it is queued, then runs."""
-    queued = threading.Event()
-    held = threading.Event()
-
-    def other() -> None:
-        with GATE.enter():
-            held.set()
-            queued.wait(60)  # bounded: the slot is freed once the section says it waits
-
-    said: list[str] = []
-
-    def progress(fraction: float, text: str) -> None:
-        said.append(text)
-        if text.startswith("Queued"):
-            queued.set()
-
-    t = threading.Thread(target=other)
-    t.start()
-    held.wait(30)
-    res = renorm.run(LabSetup(model_scale=0.05), {"bn_seeds": 1}, progress)
-    t.join(60)
-    assert queued.is_set() and any(s.startswith("Queued: 1 training-lab run") for s in said)
+    res, said = run_behind_held(
+        GATE, lambda progress: renorm.run(LabSetup(model_scale=0.05), {"bn_seeds": 1}, progress)
+    )
+    assert any(s.startswith("Queued: 1 training-lab run") for s in said)
     assert res.eval_acc.shape == (2, 2, 1)
 
 

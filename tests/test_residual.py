@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from held_gate import run_behind_held
 from signals import assert_within_budget
 
 from normviz import residual as rs
@@ -272,28 +272,12 @@ def test_init_verdicts_across_three_seeds(block: str) -> None:
 def test_an_init_sweep_queues_behind_another() -> None:
     """The section's run takes depth.GATE: while another sweep holds it, this one says it
     is queued, then runs and gets the same profile as a sweep alone."""
-    queued, held = threading.Event(), threading.Event()
-
-    def other() -> None:
-        with depth.GATE.enter():
-            held.set()
-            queued.wait(60)  # bounded: the slot is freed once the section says it waits
-
-    said: list[str] = []
-
-    def progress(fraction: float, text: str) -> None:
-        said.append(text)
-        if text.startswith("Queued"):
-            queued.set()
-
     knobs = {**depth.SECTION.defaults(), "depth": 3, "width": 16, "n_seeds": 1}
-    t = threading.Thread(target=other)
-    t.start()
-    held.wait(30)
-    res = depth.SECTION.run(rs.Setup(), knobs, progress)
-    t.join(60)
+    res, said = run_behind_held(
+        depth.GATE, lambda progress: depth.SECTION.run(rs.Setup(), knobs, progress)
+    )
     assert depth.GATE.slots == 1 and depth.GATE.waiting == 0
-    assert queued.is_set() and any(s.startswith("Queued: 1 initialization sweep ") for s in said)
+    assert any(s.startswith("Queued: 1 initialization sweep ") for s in said)
     assert any(s.startswith("Measuring") for s in said)  # ... and then it ran
     alone = rs.init_profile(rs.model.stack_config(rs.Setup(), knobs), (0,))
     np.testing.assert_array_equal(res.act_rms, alone.act_rms)

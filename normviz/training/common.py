@@ -100,6 +100,15 @@ def add_line(
     )
 
 
+def batch_axes(fig: Spec, batch_sizes: Sequence[int]) -> None:
+    """The micro-batch experiments' axes: batch sizes on a log scale, labelled at each
+    size tried (equal samples seen at every size), accuracy in percent."""
+    fig.update_xaxes(
+        type="log", tickvals=list(batch_sizes), title="batch size (equal samples seen)"
+    )
+    fig.update_yaxes(title="validation accuracy (%)")
+
+
 def finish(fig: Spec, title: str, presenter: bool, height: int = 440) -> go.Figure:
     # the legend under the x-axis title; the top margin holds every line of the title
     fig.update_layout(title=title, legend=style.LEGEND_BELOW)

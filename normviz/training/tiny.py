@@ -88,10 +88,7 @@ def figure(res: TinyResult, presenter: bool) -> go.Figure:
         "dash",
         symbol_=common.symbol("batch"),
     )
-    fig.update_xaxes(
-        type="log", tickvals=list(r.batch_sizes), title="batch size (equal samples seen)"
-    )
-    fig.update_yaxes(title="validation accuracy (%)")
+    common.batch_axes(fig, r.batch_sizes)
     return common.finish(fig, "Tiny batch against a batch of 128", presenter)
 
 

@@ -106,10 +106,7 @@ def figure(res: WSResult, presenter: bool) -> go.Figure:
         "dot",
         symbol_="square-open",
     )
-    fig.update_xaxes(
-        type="log", tickvals=list(r.batch_sizes), title="batch size (equal samples seen)"
-    )
-    fig.update_yaxes(title="validation accuracy (%)")
+    common.batch_axes(fig, r.batch_sizes)
     return common.finish(fig, "GroupNorm + WS against BatchNorm<br>at micro-batches", presenter)
 
 
