@@ -26,9 +26,10 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 from streamlit.testing.v1 import element_tree as et
 
 from benchmarks.common import app_test, page_ids, sidebar_drawn
-from normviz import pretrained
+from normviz import pretrained, training
 from normviz.layouts import LAYOUTS
 from ui.params import MAX_RAW_LEN, PAGE_PARAMS, SHARED, Param, fmt, parse
+from ui.state import knob_of
 
 PAGES = page_ids()
 # Bounded: ~10 runs per page and test. No shrinking: every step would be an app run
@@ -39,6 +40,15 @@ FUZZ = settings(
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+# The training lab's lengths, drawn up to each knob's default: a run trains as long as it
+# is asked (the DyT sweep at 10 epochs, ~40 CPU-s, five times its default), and a longer
+# one is the same code for longer. {knob: its choices the fuzz draws}; the values it
+# leaves out are still parsed (test_the_fuzz_leaves_long_training_out).
+SHORT = {
+    k.name: k.choices[: k.choices.index(k.default) + 1]
+    for k in training.KNOBS
+    if k.label == "Epochs" and k.choices
+}
 # Query keys Streamlit keeps for itself (never passed to st.query_params).
 RESERVED = {"embed", "embed_options"}
 # Printable text without control characters or surrogates.
@@ -113,7 +123,7 @@ def _good(p: Param) -> st.SearchStrategy[str]:
         subset = st.lists(st.sampled_from([str(c) for c in p.choices or ()]), unique=True)
         return st.tuples(subset, st.sampled_from([",", ", "])).map(lambda t: t[1].join(t[0]))
     if p.choices is not None:
-        return st.sampled_from([fmt(c) for c in p.choices])
+        return st.sampled_from([fmt(c) for c in SHORT.get(p.name, p.choices)])
     if isinstance(d, int):
         lo, hi = int(p.lo or 0), int(p.hi or 2**31)
         small = [v for v in (lo, lo + 1, 2, 3, 4, 5, 8) if lo <= v <= hi]
@@ -224,6 +234,29 @@ def test_random_query_strings(page: str, data: st.DataObject) -> None:
             assert k[:40] in warned, (k, warned)
 
 
+def test_the_fuzz_leaves_long_training_out() -> None:
+    """SHORT holds every training length, each from the shortest up to its default, in
+    the order of its widget's options; a length it leaves out is a usable value all the
+    same (the DyT sweep's 10 epochs)."""
+    knobs = {k.name: k for k in training.KNOBS if k.label == "Epochs"}
+    assert set(SHORT) == set(knobs) and "dy_epochs" in knobs
+    for name, short in SHORT.items():
+        choices = knobs[name].choices or ()
+        assert short == choices[: len(short)] and short[-1] == knobs[name].default
+        assert list(choices) == sorted(choices)  # the options run from short to long
+    assert SHORT["dy_epochs"] == (1, 2)
+    assert parse(knobs["dy_epochs"], "10") == 10
+    # the widget fuzz offers the short options of the page's lengths (the learning-rate
+    # experiment's: 1, 2, 3 of 1-4 epochs), all the options of the other widgets
+    at = app_test("training")
+    at.run()
+    assert_clean(at)
+    drawn = {knob_of(w.key)[1]: w for w in _all_widgets(at) if w.key}
+    length, exp = drawn["tol_epochs"], drawn["exp"]
+    assert len(length.options) == 4 and _options(length) == list(length.options)[:3]
+    assert len(exp.options) == 9 and _options(exp) == list(exp.options)
+
+
 def test_the_oracle_agrees_on_plain_cases() -> None:
     """The hand-written oracle and the app agree on values everyone knows the answer to."""
     at = app_test("home", {"B": "0", "seed": "7", "eps": "nan", "layout": "NCHW", "H": "9"})
@@ -269,6 +302,13 @@ def _text(r: random.Random) -> str:
     return "".join(chr(r.choice([r.randint(32, 126), r.randint(0xA0, 0x2FFF)])) for _ in range(20))
 
 
+def _options(w: et.Widget) -> list[str]:
+    """The options of an option widget the fuzz picks from: a training length's short ones
+    (SHORT; its options run in the order of its choices), every other widget's all."""
+    short = SHORT.get(knob_of(w.key)[1], ()) if w.key else ()
+    return list(getattr(w, "options", []))[: len(short) or None]
+
+
 def _act(w: et.Widget, r: random.Random) -> str:
     """Give widget `w` a random value a browser could send; describe what was done.
 
@@ -276,17 +316,18 @@ def _act(w: et.Widget, r: random.Random) -> str:
     the drawn data does not depend on what the app drew (widgets, option counts).
     """
     v: object
+    options = _options(w)
     if isinstance(w, et.Toggle | et.Checkbox):
         v = r.random() < 0.5
         w.set_value(v)
     elif isinstance(w, et.Radio | et.Selectbox):
-        if not w.options:
+        if not options:
             return "skip"
-        label = v = r.choice(w.options)
+        label = v = r.choice(options)
         _force(w, lambda ws: setattr(ws, "string_value", label))
     elif isinstance(w, et.SelectSlider):
         ranged = isinstance(w.value, list | tuple)
-        labels = sorted(r.choices(w.options, k=2 if ranged else 1), key=w.options.index)
+        labels = sorted(r.choices(options, k=2 if ranged else 1), key=options.index)
         v = labels
         _force(w, lambda ws: ws.string_array_value.data.extend(labels))
     elif isinstance(w, et.ButtonGroup | et.Multiselect):
