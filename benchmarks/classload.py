@@ -93,8 +93,9 @@ class Run:
 class Client:
     """One browser over the websocket: a run at a time (its polls wait their turn)."""
 
-    def __init__(self, ws) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ws, page: str = PAGE) -> None:  # type: ignore[no-untyped-def]
         self.ws = ws
+        self.page = page  # its URL path (tests/test_classroom.py's students open others)
         self.lock = asyncio.Lock()
         self.query = ""
         self.states: dict[str, object] = {}  # widget id -> WidgetState (held values)
@@ -115,7 +116,7 @@ class Client:
         async with self.lock:
             msg = BackMsg()
             msg.rerun_script.query_string = self.query
-            msg.rerun_script.page_name = PAGE
+            msg.rerun_script.page_name = self.page
             msg.rerun_script.page_script_hash = self.page_hash
             if poll:  # as the browser's run_every timer does
                 msg.rerun_script.fragment_id = self.poll[0]

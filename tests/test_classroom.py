@@ -1,13 +1,16 @@
-"""A classroom at once: 8 Chromium sessions on one server, each with its own settings.
+"""A classroom at once: 8 sessions on one server, each with its own settings.
 
-One server (the `server` fixture), one browser, 8 contexts driven concurrently
-(Playwright's async API: the sync one is not thread-safe). Each session opens a
-different page (one whose sidebar has the seed) with a different shared link, then
-clicks "+" on its seed and, where the page's sidebar shows it, types a new batch size.
-Every session must end up showing exactly its own values (the sidebar widgets its
-page draws, and the URL, which also keeps the settings the page hides), checked again
-after all the others have acted, so cross-talk through caches or module state would
-show; none may show an exception, and all must finish.
+One server (the `server` fixture), 8 sessions driven concurrently: two in Chromium
+contexts (Playwright's async API: the sync one is not thread-safe), six over Streamlit's
+websocket as the browser speaks it (benchmarks/classload.py's light client: cross-talk
+is the server's, and six more Chromium pages were the test's cost, not its check). Each
+session opens a different page (one whose sidebar has the seed) with a different shared
+link, then clicks "+" on its seed (a light client sends the value one up) and, where the
+page's sidebar shows it, types a new batch size. Every session must end up with exactly
+its own values (the URL the server wrote, which also keeps the settings the page hides;
+in Chromium also the sidebar widgets its page draws), checked again after all the others
+have acted, so cross-talk through caches or module state would show; none may show an
+exception, and all must finish.
 """
 
 from __future__ import annotations
@@ -15,17 +18,20 @@ from __future__ import annotations
 import asyncio
 import re
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
 import pytest
 from conftest import CHROMIUM, CHROMIUM_ARGS
 
+from benchmarks.classload import Client, _connect
 from benchmarks.common import DONE_JS, page_ids, url_path
 from normviz import METHODS, STANDARD_METHODS
 from normviz.layouts import LAYOUTS
 from ui.pages import controls
 
 SESSIONS = 8
+IN_CHROMIUM = (0, 7)  # /axes (every shared control) and /batchnorm (no batch size)
 TIMEOUT = 300_000  # ms; 8 sessions share 2 cores with whatever else is running
 
 
@@ -94,6 +100,8 @@ def test_students_differ() -> None:
     assert any("batch" not in s.shows for s in plan)  # hidden settings stay in the URL too
     assert len({(s.new_size, s.seed) for s in plan}) == SESSIONS
     assert {s.layout for s in plan} == {"BTC", "NCHW"}
+    browsers = [plan[i] for i in IN_CHROMIUM]
+    assert len({s.page for s in browsers}) == 2 and any("batch" not in s.shows for s in browsers)
 
 
 # ---- one session -------------------------------------------------------------------
@@ -165,6 +173,10 @@ async def _seen(p, s: Student) -> dict[str, str]:
     return seen | {f"url {k}": q.get(k, "") for k in s.expected()}
 
 
+def _want_in_url(s: Student) -> dict[str, str]:
+    return {f"url {k}": v for k, v in s.expected().items()}
+
+
 def _want(s: Student) -> dict[str, str]:
     want = {"sidebar seed": str(s.seed + 1)}
     if "layout" in s.shows:
@@ -173,7 +185,7 @@ def _want(s: Student) -> dict[str, str]:
         want["sidebar size"] = str(s.new_size)
     if "method" in s.shows:
         want["sidebar method"] = METHODS[s.method].label
-    return want | {f"url {k}": v for k, v in s.expected().items()}
+    return want | _want_in_url(s)
 
 
 async def _student(browser, server: str, s: Student) -> object:
@@ -201,19 +213,91 @@ async def _student(browser, server: str, s: Student) -> object:
     return p
 
 
+# ---- one session over the websocket ---------------------------------------------------
+
+
+def _shown(w) -> float:  # type: ignore[no-untyped-def]
+    """A number input's value as the server sent it: a value it set, else the default."""
+    return w.value if w.set_value else w.default
+
+
+def _number(w, value: int):  # type: ignore[no-untyped-def]
+    """What a browser sends for number input `w` holding `value`."""
+
+    def set_state(ws) -> None:  # type: ignore[no-untyped-def]
+        ws.id = w.id
+        setattr(ws, "int_value" if w.data_type == w.INT else "double_value", value)
+
+    return set_state
+
+
+@dataclass
+class Light:
+    """A session over the websocket: its client, and what each of its runs showed."""
+
+    client: Client
+    problems: list[str]
+
+    async def run(self, widgets: tuple = ()):  # type: ignore[no-untyped-def,type-arg]
+        out = await self.client.run(widgets)
+        for _f, el in out.elements:
+            if el.WhichOneof("type") == "exception":
+                self.problems.append(f"exception: {el.exception.message[:80]}")
+        return out
+
+    def url(self) -> dict[str, str]:
+        return dict(kv.split("=", 1) for kv in self.client.query.split("&") if "=" in kv)
+
+
+async def _light(stack: AsyncExitStack, server: str, s: Student) -> Light:
+    """The same steps as `_student`, over the websocket: open the link (its seed read),
+    the seed one up, the size typed where the sidebar shows it."""
+    ws = await stack.enter_async_context(await _connect(server))
+    c = Light(Client(ws, page=url_path(s.page)), [])
+    c.client.query = s.link(server).split("?", 1)[1]
+    first = await c.run()
+    seed = first.widget("seed", "number_input")
+    assert seed is not None and _shown(seed) == s.seed, f"session {s.i}: link seed not read"
+    await c.run((_number(seed, s.seed + 1),))
+    assert c.url()["seed"] == str(s.seed + 1), f"session {s.i}: {c.client.query}"
+    if "batch" in s.shows:
+        size = first.widget(s.sample, "number_input")
+        assert size is not None and _shown(size) == s.size, f"session {s.i}: link size not read"
+        await c.run((_number(size, s.new_size),))
+    return c
+
+
+async def _seen_light(c: Light, s: Student) -> dict[str, str]:
+    """After everyone has acted: a rerun with the values it holds; the URL it wrote."""
+    await c.run()
+    return {f"url {k}": c.url().get(k, "") for k in s.expected()}
+
+
 async def _classroom(server: str) -> list[tuple[Student, dict[str, str], list[str]]]:
     from playwright.async_api import async_playwright
 
     plan = students()
-    async with async_playwright() as pw:
+    async with async_playwright() as pw, AsyncExitStack() as stack:
         browser = await pw.chromium.launch(
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
         try:
-            pages = await asyncio.gather(*(_student(browser, server, s) for s in plan))
+            sessions = await asyncio.gather(
+                *(
+                    _student(browser, server, s) if s.i in IN_CHROMIUM else _light(stack, server, s)
+                    for s in plan
+                )
+            )
             # everyone has acted: look at every session again
-            seen = await asyncio.gather(*(_seen(p, s) for p, s in zip(pages, plan, strict=True)))
-            problems = await asyncio.gather(*(_problems(p) for p in pages))
+            seen = await asyncio.gather(
+                *(
+                    _seen_light(p, s) if isinstance(p, Light) else _seen(p, s)
+                    for p, s in zip(sessions, plan, strict=True)
+                )
+            )
+            problems = [
+                p.problems if isinstance(p, Light) else await _problems(p) for p in sessions
+            ]
         finally:
             await browser.close()
     return list(zip(plan, seen, problems, strict=True))
@@ -227,4 +311,5 @@ def test_eight_students_at_once(server: str) -> None:
     assert len(results) == SESSIONS  # all finished
     for s, seen, problems in results:
         assert not problems, f"session {s.i} on {s.page}: {problems}"
-        assert seen == _want(s), f"session {s.i} on {s.page}: {seen} != {_want(s)}"
+        want = _want(s) if s.i in IN_CHROMIUM else _want_in_url(s)
+        assert seen == want, f"session {s.i} on {s.page}: {seen} != {want}"
