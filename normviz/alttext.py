@@ -58,59 +58,73 @@ def _span(name: str, arr: object) -> str:
     return f"{name} {_num(lo)}" if lo == hi else f"{name} from {_num(lo)} to {_num(hi)}"
 
 
-def _axis_title(fig: go.Figure, trace: go.BaseTraceType, letter: str) -> str:
-    ref = getattr(trace, f"{letter}axis", None) or letter
-    axis = fig.layout[ref.replace(letter, f"{letter}axis", 1)] if ref else None
-    title = plain(axis.title.text) if axis is not None and axis.title else ""
+def _get(d: object, *path: str) -> object:
+    """d[path[0]][path[1]]... in a figure's plain dicts; None where a key is missing."""
+    for k in path:
+        if not isinstance(d, dict):
+            return None
+        d = d.get(k)
+    return d
+
+
+def _axis_title(layout: dict, trace: dict, letter: str) -> str:
+    ref = trace.get(f"{letter}axis") or letter
+    title = plain(_get(layout, ref.replace(letter, f"{letter}axis", 1), "title", "text"))
     return title or letter
 
 
-def _trace_sentence(fig: go.Figure, t: go.BaseTraceType) -> str:
-    name = plain(t.name) or t.type
-    if t.type == "heatmap":
-        z = _values(t.z)
-        shape = np.shape(t.z)
+def _trace_sentence(layout: dict, t: dict) -> str:
+    kind = t["type"]
+    name = plain(t.get("name")) or kind
+    if kind == "heatmap":
+        z = _values(t.get("z"))
+        shape = np.shape(t.get("z"))
         size = "×".join(str(n) for n in shape) + " cells" if shape else "cells"
         return f"{name}: a heatmap of {size}, " + (_span("value", z) if z is not None else "")
-    if t.type in ("scatter3d", "mesh3d"):
-        return f"{name}: {_len(t.x):,} points in 3D"
-    parts = [_span(_axis_title(fig, t, letter), getattr(t, letter, None)) for letter in "xy"]
-    n = max(_len(getattr(t, k, None)) for k in "xy")
-    kind = {"bar": "bar", "histogram": "bar"}.get(t.type, "point") + ("" if n == 1 else "s")
-    ys = _values(t.y) if t.type != "histogram" else None
+    if kind in ("scatter3d", "mesh3d"):
+        return f"{name}: {_len(t.get('x')):,} points in 3D"
+    parts = [_span(_axis_title(layout, t, letter), t.get(letter)) for letter in "xy"]
+    n = max(_len(t.get(k)) for k in "xy")
+    unit = {"bar": "bar", "histogram": "bar"}.get(kind, "point") + ("" if n == 1 else "s")
+    ys = _values(t.get("y")) if kind != "histogram" else None
     mean = f", mean {_num(float(ys.mean()))}" if ys is not None and ys.size > 1 else ""
-    return f"{name}: {n:,} {kind}; " + "; ".join(p for p in parts if p) + mean
+    return f"{name}: {n:,} {unit}; " + "; ".join(p for p in parts if p) + mean
 
 
-def _shown(t: go.BaseTraceType) -> bool:
+def _shown(t: dict) -> bool:
     """A trace a reader sees as a series: named, visible, not a drawing aid."""
-    if t.visible is False or not plain(t.name):
+    if t.get("visible") is False or not plain(t.get("name")):
         return False
-    marker = getattr(t, "marker", None)
-    invisible = marker is not None and getattr(marker, "opacity", None) == 0
-    aid = t.showlegend is False and t.hoverinfo == "skip"  # a band, an outline, a guide
+    invisible = _get(t, "marker", "opacity") == 0
+    aid = t.get("showlegend") is False and t.get("hoverinfo") == "skip"  # a band, a guide
     return not invisible and not aid
 
 
 def describe(fig: go.Figure | None) -> list[str]:
-    """Sentences that say what `fig` shows: title, axes, each named series, its notes."""
+    """Sentences that say what `fig` shows: title, axes, each named series, its notes.
+
+    The figure is read as plain dicts (each trace's and the layout's `to_plotly_json`):
+    reading it through plotly's property objects validated every value read, several
+    ms a figure on every new figure (docs/serving.md)."""
     if fig is None:
         return []
+    layout = fig.layout.to_plotly_json()
+    data = [t.to_plotly_json() for t in fig.data]
     out = []
-    title = plain(fig.layout.title.text) if fig.layout.title else ""
+    title = plain(_get(layout, "title", "text"))
     if title:
         out.append(f"Chart: {title}.")
-    traces = [t for t in fig.data if _shown(t)]
+    traces = [t for t in data if _shown(t)]
     if not traces:  # a chart of unnamed pieces: count what it draws
-        traces = [t for t in fig.data if t.visible is not False and t.type != "mesh3d"][:1]
+        traces = [t for t in data if t.get("visible") is not False and t["type"] != "mesh3d"][:1]
     for t in traces[:MAX_TRACES]:
         try:
-            out.append(_trace_sentence(fig, t) + ".")
+            out.append(_trace_sentence(layout, t) + ".")
         except (TypeError, ValueError):  # data of a shape no sentence expects: name it
-            out.append(f"{plain(t.name) or t.type}.")
+            out.append(f"{plain(t.get('name')) or t['type']}.")
     if len(traces) > MAX_TRACES:
         out.append(f"… and {len(traces) - MAX_TRACES} more series.")
-    notes = [plain(a.text) for a in fig.layout.annotations if plain(a.text)]
+    notes = [plain(a.get("text")) for a in layout.get("annotations", ()) if plain(a.get("text"))]
     if notes:
         out.append("Labels: " + "; ".join(notes[:12]) + ".")
     return out or ["A chart with no data."]

@@ -55,3 +55,25 @@ def test_generated_inputs_are_cached_by_bytes() -> None:
         b = state.input_tensor(replace(s, seed=seed))
         assert a.data_ptr() != b.data_ptr() and bool((a == b).all())  # a copy per caller
     assert state._INPUTS.nbytes <= state.INPUTS_BYTES
+
+
+def test_a_sections_cache_key_is_its_settings_digest() -> None:
+    """ui.runner keys a section's result and figure on one digest of (page, slug, setup,
+    knob values): equal settings share it, any change in them makes another, and a part
+    that cannot be pickled is handed to Streamlit's hashing as it is."""
+    from normviz.distributions.setup import Generated
+    from ui.runner import _key
+
+    src = Generated("channels", "BTC", (4, 6, 8), 5)
+    key = _key("distributions", "eps", src, (("eps", 1e-5),))
+    assert key == _key("distributions", "eps", replace(src), (("eps", 1e-5),))
+    others = [
+        _key("axes", "eps", src, (("eps", 1e-5),)),
+        _key("distributions", "gamma-beta", src, (("eps", 1e-5),)),
+        _key("distributions", "eps", replace(src, seed=6), (("eps", 1e-5),)),
+        _key("distributions", "eps", replace(src, shape=(4, 8, 6)), (("eps", 1e-5),)),
+        _key("distributions", "eps", src, (("eps", 1e-3),)),
+    ]
+    assert isinstance(key, str) and key not in others and len(set(others)) == len(others)
+    unpicklable = ("distributions", "eps", lambda: None)
+    assert _key(*unpicklable) == unpicklable

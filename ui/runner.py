@@ -1,7 +1,8 @@
 """The one way a section is shown: cached run, one progress bar, figure, table, notes.
 
 Caching is keyed on plain values only: the page, the section's slug, the page's
-hashable setup and the knob values (never on a tensor). Results are cached as
+hashable setup and the knob values (never on a tensor), as one digest of them
+(`_key`). Results are cached as
 data (`st.cache_data`: every session gets its own copy), figures as objects
 (`st.cache_resource`: building one costs more than sending it; they are never
 mutated after they are built). A refusal is shown one way: what torch itself
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import pickle
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from itertools import groupby
@@ -38,25 +40,41 @@ def _items(section: Section, knobs: Mapping[str, Value]) -> KnobItems:
     return tuple((k.name, knobs[k.name]) for k in section.knobs)
 
 
+def _key(*parts: Any) -> object:
+    """One cache key for `parts` (page, slug, setup, knob values...): a digest of their
+    pickle. Streamlit hashes a cached call's arguments field by field in Python, about
+    0.5 ms for a page's setup dataclass, and every section is two cached calls (its
+    result, its figure) per run; pickling the same plain values and hashing the bytes
+    takes a few µs. Equal values pickle alike, so equal settings share an entry; a part
+    that cannot be pickled is handed to Streamlit's hashing as before."""
+    try:
+        data = pickle.dumps(parts, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return parts
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
 @st.cache_data(max_entries=64, max_size="64MB", show_spinner=False)  # results are small
-def _run(_section: Section, page: str, slug: str, setup: Any, items: KnobItems) -> Any:
-    """The section's result; a progress bar while it runs (a cache hit replays nothing)."""
+def _run(_section: Section, _setup: Any, _items: KnobItems, key: object) -> Any:
+    """The section's result; a progress bar while it runs (a cache hit replays nothing).
+    `key` is `_key(page, slug, setup, items)`: the cache's key."""
     bar = st.progress(0.0, text=f"{_section.label}: running…")
 
     def progress(fraction: float, text: str) -> None:
         bar.progress(min(1.0, max(0.0, fraction)), text=text or _section.label)
 
     try:
-        return _section.run(setup, dict(items), progress)
+        return _section.run(_setup, dict(_items), progress)
     finally:
         bar.empty()
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _figure(
-    _section: Section, _result: Any, page: str, slug: str, setup: Any, items: KnobItems, big: bool
+    _section: Section, _result: Any, big: bool, key: object
 ) -> tuple[go.Figure, list[str]] | None:
-    """The figure and its text alternative (reading a built figure back is slow: once)."""
+    """The figure and its text alternative (reading a built figure back is slow: once).
+    `key` is `_key(page, slug, setup, items)` of the result drawn (with its view)."""
     fig = _section.figure(_result, big)
     return None if fig is None else (fig, _section.alt_text(_result, fig))
 
@@ -74,7 +92,7 @@ def drawn(
     is: on the page, the section, the setup, the knob values, presenter mode and the
     `view` fields already set on `result` (see `show`)."""
     items = _items(section, knobs) + tuple(sorted((view or {}).items()))
-    return _figure(section, result, page, section.slug, setup, items, presenter)
+    return _figure(section, result, presenter, _key(page, section.slug, setup, items))
 
 
 def refusal(e: NormConfigError) -> None:
@@ -99,7 +117,8 @@ def guard(check: Callable[[], object]) -> bool:
 def result(page: str, section: Section, setup: Any, knobs: Mapping[str, Value]) -> Any | None:
     """The section's cached result, or None after showing why it cannot run."""
     try:
-        return _run(section, page, section.slug, setup, _items(section, knobs))
+        items = _items(section, knobs)
+        return _run(section, setup, items, _key(page, section.slug, setup, items))
     except NormConfigError as e:
         refusal(e)
         return None
@@ -142,7 +161,7 @@ def table(df: pd.DataFrame, fmt: str = "%.4g") -> None:
     it follows presenter mode's text size; on a phone a wide one stacks, one row a block
     of "column: value" lines.
     """
-    floats = [c for c in df.columns if pd.api.types.is_float_dtype(df[c])]
+    floats = [c for c, dtype in df.dtypes.items() if pd.api.types.is_float_dtype(dtype)]
     shown = _stacked(df.style.format(_number(fmt), subset=floats, na_rep="NaN"), df.columns)
     # a default (range) index carries nothing; a named or labelled one is the row labels
     hide = isinstance(df.index, pd.RangeIndex)

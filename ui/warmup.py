@@ -14,8 +14,9 @@ sys.modules).
 
 It also sets the process up for a class: torch on one thread per request (script
 runs share the cores; tiny tensors run far slower when torch's threads contend),
-and glibc's allocator returning large blocks to the system when they are freed
-(see `release_memory`).
+glibc's allocator returning large blocks to the system when they are freed
+(see `release_memory`), and pandas keeping text columns as Python strings
+(`STRING_STORAGE`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,13 @@ _LOCK = threading.RLock()  # held for the body: a re-entrant import from it pass
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD = 1 << 20  # blocks of 1 MB and more are mmap'ed: freed = returned
+# pandas 3 stores a text column in Arrow by default. Every table of the app is an
+# st.table of a Styler (ui.runner.table), and Streamlit draws one by copying the frame
+# as text (`astype(str)`) and writing each column's display strings into the copy:
+# writing into Arrow-backed strings was most of a table's cost, about 5 ms a table of a
+# few rows (benchmarks/run_cost.py, docs/serving.md). Python-backed strings hold the
+# same values; the app's tables are a few rows, where Arrow's speed-ups do not show.
+STRING_STORAGE = "python"
 
 HEAVY = (
     "numpy",
@@ -106,6 +114,9 @@ with _LOCK:
     import torch
 
     torch.set_num_threads(1)
+    import pandas as pd
+
+    pd.set_option("mode.string_storage", STRING_STORAGE)
     from normviz import gate
 
     gate.on_idle.append(release_memory)  # after a burst of heavy work, memory goes back
