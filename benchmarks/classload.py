@@ -6,7 +6,8 @@ benchmarks/load.py's light clients do (its affinity cookie and run reading are r
 
 1. a teacher opens /practice?kind=choose and presses "Start a live class";
 2. N students open the class link and poll as a browser does (the page's polling
-   fragment, rerun every `live.POLL_S` seconds, from the server's auto-rerun message);
+   fragment, rerun every `live.POLL_S` seconds on the page's own clock, started by the
+   server's auto-rerun message: `_ticks`);
 3. each answers (picks an option, then "Send my answer") at a random moment of
    `--spread` seconds, while the teacher's tally polls;
 4. the teacher reveals, waits for every student to see the answer, then moves the
@@ -14,10 +15,11 @@ benchmarks/load.py's light clients do (its affinity cookie and run reading are r
 
 It prints p50/p90/max for an answer to reach the teacher's tally (from sending it to the
 first tally that counts it), for the reveal and the next question to reach the
-students, the server's CPU seconds per poll (both processes, over a window with polls
-only), and each process's RSS. Everything is bounded: at most `--students` clients
-(≤ the class's 400 answers a question), and `--deadline` seconds in all, after which
-it stops and reports what it has. Run (the full hall on a quiet machine):
+students, how long the teacher's reveal click took, the server's CPU seconds per poll
+(both processes, over a window with polls only, before the reveal and after it) with
+this client's own CPU share, and each process's RSS. Everything is bounded: at most
+`--students` clients (≤ the class's 400 answers a question), and `--deadline` seconds
+in all, after which it stops and reports what it has. Run (the full hall on a quiet machine):
 
     python -m benchmarks.classload --students 300
     python -m benchmarks.classload --students 20      # a quick check on a shared machine
@@ -29,12 +31,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
+import math
 import random
 import statistics
 import tempfile
 import time
 import urllib.request
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +105,7 @@ class Client:
         self.query = ""
         self.states: dict[str, object] = {}  # widget id -> WidgetState (held values)
         self.poll: tuple[str, float] = ("", live.POLL_S)  # the page's polling fragment
+        self.poll_since = 0.0  # perf_counter: when the server asked for this fragment's timer
         # the page's script hash, as a browser sends it back: a fragment's st.rerun()
         # reruns this page (without it, the server's default page: home)
         self.page_hash = ""
@@ -146,6 +152,8 @@ class Client:
                 elif kind == "page_info_changed":
                     self.query = out.query = f.page_info_changed.query_string
                 elif kind == "auto_rerun":  # each page has one polling fragment
+                    if f.auto_rerun.fragment_id != self.poll[0]:  # the browser starts a timer
+                        self.poll_since = time.perf_counter()
                     self.poll = (f.auto_rerun.fragment_id, f.auto_rerun.interval)
                 elif kind == "delta" and f.delta.WhichOneof("type") == "new_element":
                     out.elements.append((f.delta.fragment_id, f.delta.new_element))
@@ -197,17 +205,39 @@ class Hall:
 
     t_reveal: float = float("nan")
     t_next: float = float("nan")
+    teacher_reveal: float = float("nan")  # s: the teacher's click run, reveal committed
     tally: list[tuple[float, int]] = field(default_factory=list)  # (seen at, total)
     over: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-async def _poll(c: Client, s: Student, hall: Hall, code: str) -> None:
-    """A student's page: rerun the polling fragment on the server's interval; note when
-    the reveal ("**Answer:**") and the next question ("Question 2") arrive."""
+async def _ticks(c: Client, hall: Hall) -> AsyncIterator[None]:
+    """The polling fragment's reruns as a browser asks for them: Streamlit's frontend
+    starts a `setInterval` of the fragment's interval when the auto-rerun message for
+    it arrives, so each page polls on its own fixed clock, whatever the server's speed.
+    A tick during a run still in flight is folded by the server into one rerun after it
+    (Streamlit's ScriptRequests coalesces pending reruns), so that rerun starts at once.
+
+    Not "wait the interval after each run", as this benchmark did before: then every
+    client's next poll starts when its last one ends, and a server that finishes a
+    burst of polls together (the GIL hands the runs round) aligns every client on one
+    clock. The 300 students then polled in bursts of 300, and every one of them saw
+    the reveal at the same moment, that burst's end (docs/serving.md)."""
+    served = -math.inf  # the tick the last poll answered
     while not hall.over.is_set():
-        await asyncio.sleep(c.poll[1])
-        if not c.poll[0] or hall.over.is_set():
-            continue
+        interval, now = c.poll[1], time.perf_counter()
+        due = c.poll_since + interval * math.floor((now - c.poll_since) / interval)
+        if due <= max(served, c.poll_since):  # no tick since the last poll: the next one
+            due += interval
+            await asyncio.sleep(due - now)
+        served = due
+        if c.poll[0] and not hall.over.is_set():
+            yield
+
+
+async def _poll(c: Client, s: Student, hall: Hall, code: str) -> None:
+    """A student's page: rerun the polling fragment as the browser does (`_ticks`); note
+    when the reveal ("**Answer:**") and the next question ("Question 2") arrive."""
+    async for _ in _ticks(c, hall):
         r = await c.run(poll=True)
         s.polls += 1
         text = r.texts()
@@ -248,8 +278,7 @@ async def student(url: str, s: Student, hall: Hall, code: str, args: argparse.Na
 
 
 async def _tally_polls(c: Client, hall: Hall) -> None:
-    while not hall.over.is_set():
-        await asyncio.sleep(c.poll[1])
+    async for _ in _ticks(c, hall):
         r = await c.run(poll=True)
         total = r.tally_total()
         if total is not None:
@@ -302,17 +331,21 @@ async def hall_class(url: str, pids: tuple[int, ...], args: argparse.Namespace) 
         answered = lambda: all(s.acked == s.acked or s.error for s in students)  # noqa: E731
         ok = await _until(answered, deadline)
         n_in = sum(s.acked == s.acked for s in students)
+        # this one process stands for 300 browsers: a full collection of its own (0.3 s
+        # on the loaded machine, over the pages every student keeps) would delay every
+        # student's clock at once. Browsers collect each on their own.
+        gc.collect()
+        gc.freeze()
         await _until(lambda: bool(hall.tally) and hall.tally[-1][1] >= n_in, deadline)
-        # a window of polls only: the server's CPU per poll
-        cpu0, polls0 = sum(map(cpu_seconds, pids)), t.runs + sum(s.polls for s in students)
-        await asyncio.sleep(args.window)
-        cpu = sum(map(cpu_seconds, pids)) - cpu0
-        polls = t.runs + sum(s.polls for s in students) - polls0
+        polls = lambda: t.runs + sum(s.polls for s in students)  # noqa: E731
+        before = await _window(pids, polls, args.window)  # polls only: the CPU per poll
         rss_class = [rss_mb(p) for p in pids]
         hall.t_reveal = time.perf_counter()
         await t.run((_click(reveal.id),))
+        hall.teacher_reveal = time.perf_counter() - hall.t_reveal  # committed in its callback
         live_students = [s for s in students if not s.error]
         await _until(lambda: all("reveal" in s.saw for s in live_students), deadline)
+        after = await _window(pids, polls, args.window)  # each poll draws the revealed view
         hall.t_next = time.perf_counter()
         await t.run((_click(push.id),))
         await _until(lambda: all("next" in s.saw for s in live_students), deadline)
@@ -328,11 +361,20 @@ async def hall_class(url: str, pids: tuple[int, ...], args: argparse.Namespace) 
         "students": students,
         "hall": hall,
         "answered_in_time": ok,
-        "cpu_per_poll": cpu / max(1, polls),
-        "polls_per_s": polls / args.window,
+        "windows": (before, after),
         "rss_class": rss_class,
         "rss_end": [rss_mb(p) for p in pids],
     }
+
+
+async def _window(pids: tuple[int, ...], polls, seconds: float) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
+    """(server CPU s per poll, polls per s, this client's CPU share of one core) over
+    `seconds` of polls only. The client's share says whether the measuring process
+    (one asyncio loop for every student) keeps up."""
+    cpu0, polls0, mine0 = sum(map(cpu_seconds, pids)), polls(), time.process_time()
+    await asyncio.sleep(seconds)
+    cpu, n = sum(map(cpu_seconds, pids)) - cpu0, polls() - polls0
+    return cpu / max(1, n), n / seconds, (time.process_time() - mine0) / seconds
 
 
 def report(r: dict, n: int, processes: int) -> list[str]:
@@ -353,8 +395,14 @@ def report(r: dict, n: int, processes: int) -> list[str]:
         f"- answer -> teacher's tally: {_quantiles(answers)}",
         f"- reveal -> students: {len(reveal)} of {n} saw it, {_quantiles(reveal)}",
         f"- next question -> students: {len(nxt)} of {n} saw it, {_quantiles(nxt)}",
-        f"- server CPU per poll: {1000 * r['cpu_per_poll']:.1f} ms "
-        f"({r['polls_per_s']:.1f} polls/s over all processes)",
+        f"- the teacher's reveal run: {hall.teacher_reveal:.2f} s (the reveal is committed in it)",
+        *(
+            f"- server CPU per poll {when}: {1000 * cpu:.1f} ms ({rate:.1f} polls/s over all "
+            f"processes; this client {100 * mine:.0f}% of a core)"
+            for when, (cpu, rate, mine) in zip(
+                ("before the reveal", "after it"), r["windows"], strict=True
+            )
+        ),
         f"- RSS per process: {mb} MB during the class, "
         + "+".join(f"{v:.0f}" for v in r["rss_end"])
         + " MB at the end",
