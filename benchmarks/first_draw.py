@@ -38,7 +38,8 @@ DRAWN_JS = """app => {
     if (document.querySelectorAll('[data-testid*=keleton]').length) return false;
     // a part drawn once seen (ui.lazy) whose placeholder is in the window: not yet drawn
     const near = e => { const r = e.getBoundingClientRect();
-        return r.height > 0 && r.bottom > -MARGIN && r.top < innerHeight + MARGIN; };
+        return getComputedStyle(e).display !== 'none'  // (a drawn part's old element)
+            && r.bottom > -MARGIN && r.top < innerHeight + MARGIN; };
     if ([...document.querySelectorAll('[class*=st-key-nvlazy_]')].some(near)) return false;
     const charts = [...document.querySelectorAll('[data-testid=stPlotlyChart]')];
     if (!app && charts.length === 0) return false;

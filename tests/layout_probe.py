@@ -170,12 +170,14 @@ PROBE_JS = """() => {
 LAZY = "[class*=st-key-nvlazy_]"  # the placeholder of a part drawn once seen (ui.lazy)
 # The first placeholder still shown (its key class), or null. Streamlit may keep a drawn
 # part's old element hidden (display: none) until the next full run: not a placeholder.
+# (One not drawn yet, 0 px tall while its script loads, is one.)
 LAZY_NEXT_JS = f"""() => {{
     const e = [...document.querySelectorAll('{LAZY}')]
-        .find(e => e.getBoundingClientRect().height > 0);
+        .find(e => getComputedStyle(e).display !== 'none');
     return e ? [...e.classList].find(c => c.startsWith('st-key-')) : null;
 }}"""
-LAZY_SHOWN_JS = "(c) => document.querySelector('.' + c)?.getBoundingClientRect().height > 0"
+LAZY_SHOWN_JS = """(c) => { const e = document.querySelector('.' + c);
+    return !!e && getComputedStyle(e).display !== 'none'; }"""
 SCROLL_TO_JS = "(c) => document.querySelector('.' + c)?.scrollIntoView({block: 'center'})"
 TOP_JS = """() => { window.scrollTo(0, 0);
     document.querySelector('[data-testid=stMain]')?.scrollTo(0, 0); }"""
@@ -184,7 +186,7 @@ TOP_JS = """() => { window.scrollTo(0, 0);
 def lazy_left(p) -> int:
     """How many parts drawn once seen (ui.lazy) are still placeholders on the page."""
     return p.locator(LAZY).evaluate_all(
-        "es => es.filter(e => e.getBoundingClientRect().height > 0).length"
+        "es => es.filter(e => getComputedStyle(e).display !== 'none').length"
     )
 
 
