@@ -100,9 +100,18 @@ def test_the_shared_model_is_never_changed(checkpoint: dict[str, torch.Tensor]) 
         assert torch.equal(v, checkpoint[k]), k
 
 
-def test_reestimated_statistics_are_the_shifted_batch_statistics() -> None:
+@pytest.fixture(scope="module")
+def blurred() -> tuple[torch.Tensor, nn.Module]:
+    """The eight photos blurred (s = 0.5) and a copy re-estimated on them, once: one test
+    checks its statistics, the blend test mixes them (any shift's statistics serve)."""
     x = ef.preprocess(photos.shifted(rn.images(), "blur", 0.5))
-    re = ef.reestimate(x)
+    return x, ef.reestimate(x)
+
+
+def test_reestimated_statistics_are_the_shifted_batch_statistics(
+    blurred: tuple[torch.Tensor, nn.Module],
+) -> None:
+    x, re = blurred
     assert not re.training
     oracle = copy.deepcopy(ef.model())
     oracle.train()  # batch statistics everywhere, as during the re-estimating pass
@@ -117,9 +126,8 @@ def test_reestimated_statistics_are_the_shifted_batch_statistics() -> None:
         assert m.num_batches_tracked.item() == 1 and m.momentum is None
 
 
-def test_blend_is_schneiders_weighted_mix() -> None:
-    x = ef.preprocess(photos.shifted(rn.images(), "noise", 0.3))
-    re = ef.reestimate(x)
+def test_blend_is_schneiders_weighted_mix(blurred: tuple[torch.Tensor, nn.Module]) -> None:
+    re = blurred[1]
     mixed = ef.blend(re, 24, 8)  # N = 24, n = 8: weight 0.75 on the stored statistics
     for n in ef.BN_LAYERS[::7]:
         old, new, got = (net.get_submodule(n) for net in (ef.model(), re, mixed))
