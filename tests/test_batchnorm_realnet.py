@@ -100,9 +100,18 @@ def test_the_shared_model_is_never_changed(checkpoint: dict[str, torch.Tensor]) 
         assert torch.equal(v, checkpoint[k]), k
 
 
-def test_reestimated_statistics_are_the_shifted_batch_statistics() -> None:
+@pytest.fixture(scope="module")
+def blurred() -> tuple[torch.Tensor, nn.Module]:
+    """The eight photos blurred (s = 0.5) and a copy re-estimated on them, once: one test
+    checks its statistics, the blend test mixes them (any shift's statistics serve)."""
     x = ef.preprocess(photos.shifted(rn.images(), "blur", 0.5))
-    re = ef.reestimate(x)
+    return x, ef.reestimate(x)
+
+
+def test_reestimated_statistics_are_the_shifted_batch_statistics(
+    blurred: tuple[torch.Tensor, nn.Module],
+) -> None:
+    x, re = blurred
     assert not re.training
     oracle = copy.deepcopy(ef.model())
     oracle.train()  # batch statistics everywhere, as during the re-estimating pass
@@ -117,9 +126,8 @@ def test_reestimated_statistics_are_the_shifted_batch_statistics() -> None:
         assert m.num_batches_tracked.item() == 1 and m.momentum is None
 
 
-def test_blend_is_schneiders_weighted_mix() -> None:
-    x = ef.preprocess(photos.shifted(rn.images(), "noise", 0.3))
-    re = ef.reestimate(x)
+def test_blend_is_schneiders_weighted_mix(blurred: tuple[torch.Tensor, nn.Module]) -> None:
+    re = blurred[1]
     mixed = ef.blend(re, 24, 8)  # N = 24, n = 8: weight 0.75 on the stored statistics
     for n in ef.BN_LAYERS[::7]:
         old, new, got = (net.get_submodule(n) for net in (ef.model(), re, mixed))
@@ -134,15 +142,26 @@ def test_blend_is_schneiders_weighted_mix() -> None:
     )
 
 
+@pytest.fixture(scope="module")
+def oracle() -> tuple[nn.Module, np.ndarray]:
+    """torch's own network, built once, and its top-1 classes of the clean images: the same
+    for every shift (each case re-estimates a private copy)."""
+    net = ef.build()
+    with torch.no_grad():
+        return net, net(ef.preprocess(rn.images())).argmax(-1).numpy()
+
+
 @pytest.mark.parametrize(("kind", "strength"), [("contrast", 0.5), ("none", 0.7)])
-def test_agreements_recomputed_independently(kind: str, strength: float) -> None:
+def test_agreements_recomputed_independently(
+    kind: str, strength: float, oracle: tuple[nn.Module, np.ndarray]
+) -> None:
     res = rn.SHIFTED.run(
         SETUP, {"bn_shift": kind, "bn_strength": strength, "bn_prior": 16}, no_progress
     )
     x = ef.preprocess(photos.shifted(rn.images(), kind, strength, seed=SETUP.seed))
-    net = ef.build()
+    built, clean = oracle
+    net = copy.deepcopy(built)
     with torch.no_grad():
-        clean = net(ef.preprocess(rn.images())).argmax(-1).numpy()
         before = net(x).argmax(-1).numpy()
         for m in net.modules():  # re-estimate by hand: reset, cumulative average, one pass
             if isinstance(m, nn.BatchNorm2d):

@@ -67,8 +67,7 @@ SETUPS = (
 
 
 def test_simulation_equals_gloo_all_reduce(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    K = 2  # processes (two devices all-reduce as K do); each start costs a torch import,
-    # so one group runs every job
+    K = 2  # processes (two devices all-reduce as K do); one group runs every job
     jobs = []
     for setup in SETUPS:
         ds = stream.make_dataset(setup)
@@ -81,7 +80,12 @@ def test_simulation_equals_gloo_all_reduce(tmp_path: Path, monkeypatch: pytest.M
         )
     monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")  # loopback only, no network needed
     init = f"file://{tmp_path / 'store'}"
-    mp.spawn(_worker, args=(K, init, jobs, str(tmp_path)), nprocs=K, join=True)
+    # forked, not spawned: a spawned child imports torch and this module again (seconds
+    # each on a busy machine); a forked one has them. Each sets one thread first, as
+    # DataLoader's forked workers do, and all-reduces over its own fresh gloo group
+    mp.start_processes(
+        _worker, args=(K, init, jobs, str(tmp_path)), nprocs=K, join=True, start_method="fork"
+    )
     ranks = [torch.load(tmp_path / f"rank{r}.pt", weights_only=True) for r in range(K)]
 
     for j, (setup, (layout, batches)) in enumerate(zip(SETUPS, jobs, strict=True)):

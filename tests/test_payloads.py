@@ -8,13 +8,17 @@ and checkboxes are then switched on one at a time at the longest-channel shapes
 (partition colouring, split views and the like draw more). AppTest returns charts
 as unknown elements whose `.proto.spec` is the figure JSON the browser would
 receive: its length is the payload. Pages with their own URL parameters (the
-BatchNorm lab's batch size, steps, ...) also run with those at their maxima.
+BatchNorm lab's batch size, steps, ...) also run with those at their maxima; the
+training lab's lengths whose figure draws the same traces and points at every value run
+at their shortest (a test below checks each one against its default).
 """
 
 from __future__ import annotations
 
 import importlib
 
+import numpy as np
+import plotly.graph_objects as go
 import pytest
 from conftest import assert_clean
 from signals import FIGURE_BUDGET
@@ -29,7 +33,8 @@ from benchmarks.common import (
     sidebar_drawn,
     url_path,
 )
-from normviz import STANDARD_METHODS
+from normviz import STANDARD_METHODS, training
+from normviz.sections import no_progress
 from ui.pages import PAGES as PAGE_INFOS
 from ui.pages import controls
 from ui.params import PAGE_PARAMS, fmt, max_elements
@@ -104,12 +109,66 @@ def _owner(topic: object, name: str) -> str | None:
     return None
 
 
+# The training lab's lengths (its "Epochs" knobs). The payload is the figure's traces and
+# points, not how long the networks trained: where a length draws the same traces, each
+# with the same number of points, at its shortest as at its default, the payload cases run
+# it at its shortest (DyT's sweep at 2 epochs, three seeds, cost ~25 CPU-s). Converge and
+# smooth draw one point per evaluation along training: their lengths shape the figure and
+# stay as enumerated. test_a_pinned_length_draws_its_defaults_figure checks this split.
+LENGTHS = {k.name: (s, k) for s in training.SECTIONS for k in s.knobs if k.label == "Epochs"}
+PINNED = ("tol_epochs", "dy_epochs", "bs_epochs", "no_epochs", "tiny_epochs", "ws_epochs")
+SHORTEST = {"training": {n: fmt(LENGTHS[n][1].choices[0]) for n in PINNED}}
+
+
 def _enumerated(page: str) -> list[dict[str, str]]:
     """The page's numeric URL parameters at their maxima, with each value of each of its
-    choice parameters in turn (a section, a rule, a comparison)."""
+    choice parameters in turn (a section, a rule, a comparison); a pinned length stays at
+    its shortest."""
     params = PAGE_PARAMS.get(page, ())
+    pinned = SHORTEST.get(page, {})
     top = {p.name: fmt(p.hi) for p in params if p.choices is None and p.hi is not None}
-    return [{**top, p.name: fmt(c)} for p in params for c in p.choices or ()]
+    top |= pinned
+    return [
+        {**top, p.name: fmt(c)} for p in params if p.name not in pinned for c in p.choices or ()
+    ]
+
+
+def _drawn(fig: go.Figure | None) -> object:
+    """What sizes a figure's payload: each trace's type and the shape of every array in
+    it, and the layout's annotations and shapes (their count)."""
+    if fig is None:
+        return None
+
+    def arrays(d: dict, at: str = "") -> list[tuple[str, tuple[int, ...]]]:
+        out: list[tuple[str, tuple[int, ...]]] = []
+        for k, v in sorted(d.items()):
+            if isinstance(v, dict):
+                out += arrays(v, f"{at}{k}.")
+            elif isinstance(v, list | tuple | np.ndarray):
+                out.append((at + k, np.shape(v)))
+        return out
+
+    spec = fig.to_plotly_json()
+    layout = spec["layout"]
+    traces = [(t.get("type"), arrays(t)) for t in spec["data"]]
+    return traces, len(layout.get("annotations", ())), len(layout.get("shapes", ()))
+
+
+@pytest.mark.parametrize("name", sorted(LENGTHS))
+def test_a_pinned_length_draws_its_defaults_figure(name: str) -> None:
+    """A pinned length draws, at its shortest, the traces and points it draws at its
+    default (one seed, the interface tests' small setup: the counts depend on neither);
+    an unpinned one draws a different number of points (so it stays as enumerated)."""
+    section, knob = LENGTHS[name]
+    assert knob.choices and knob.choices[0] == min(knob.choices)
+    knobs = {**section.defaults(), "runs": 1}
+    drawn = [
+        _drawn(section.figure(section.run(training.example_setup(), knobs | {name: v},
+                                          no_progress), False))
+        for v in (knob.choices[0], knob.default)
+    ]  # fmt: skip
+    assert drawn[0] is not None
+    assert (drawn[0] == drawn[1]) == (name in PINNED), (name, drawn)
 
 
 def _run_key(topic: object, page: str, query: dict[str, str]) -> frozenset[tuple[str, str]]:
