@@ -130,6 +130,22 @@ def _affinity_cookie(url: str) -> dict[str, str]:
     return {"Cookie": "; ".join(cookies)} if cookies else {}
 
 
+async def _ws_elements(ws) -> list:  # type: ignore[no-untyped-def, type-arg]
+    """Read ForwardMsgs to the end of a run; return its new elements, (element, fragment
+    id) each: a first run's widgets give their ids."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    elements = []
+    while True:
+        f = ForwardMsg()
+        f.ParseFromString(await ws.recv())
+        kind = f.WhichOneof("type")
+        if kind == "delta" and f.delta.WhichOneof("type") == "new_element":
+            elements.append((f.delta.new_element, f.delta.fragment_id))
+        elif kind == "script_finished" and f.script_finished != RUN_FINISHED_EARLY:
+            return elements
+
+
 async def _ws_until_finished(ws, want_seed: int | None = None) -> str:
     """Read ForwardMsgs to the end of a run; return the last query string written."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -186,7 +202,6 @@ async def ws_session(
     /axes pick a cell with probability `picks`."""
     import websockets
     from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     query, seed = _link(s.i, level, same, cap)
     try:
@@ -205,15 +220,7 @@ async def ws_session(
             t0 = time.perf_counter()
             await ws.send(msg.SerializeToString())
             # read the first run ourselves: we need the seed widget's id from it
-            elements = []
-            while True:
-                f = ForwardMsg()
-                f.ParseFromString(await ws.recv())
-                kind = f.WhichOneof("type")
-                if kind == "delta" and f.delta.WhichOneof("type") == "new_element":
-                    elements.append((f.delta.new_element, f.delta.fragment_id))
-                elif kind == "script_finished" and f.script_finished != RUN_FINISHED_EARLY:
-                    break
+            elements = await _ws_elements(ws)
             s.first = time.perf_counter() - t0
             seed_id, _, seed_int = _widget(elements, "seed")
             pick = _widget(elements, PICK_KEY) if picks > 0 and s.page == "axes" else None

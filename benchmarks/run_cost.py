@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from benchmarks.common import cpu_seconds, serve, url_path
-from benchmarks.load import RUN_FINISHED_EARLY, _set, _widget, _ws_until_finished, click_pages
+from benchmarks.load import _set, _widget, _ws_elements, _ws_until_finished, click_pages
 
 
 async def _session(url: str, pid: int, page: str, runs: int, seed: int, probe=None) -> float:
@@ -35,7 +35,6 @@ async def _session(url: str, pid: int, page: str, runs: int, seed: int, probe=No
     `probe(phase)` is called before the timed runs ("start") and after them ("stop")."""
     import websockets
     from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     query = f"layout=BTC&seed={seed}"
     async with websockets.connect(
@@ -48,15 +47,7 @@ async def _session(url: str, pid: int, page: str, runs: int, seed: int, probe=No
         msg.rerun_script.query_string = query
         msg.rerun_script.page_name = url_path(page)
         await ws.send(msg.SerializeToString())
-        elements = []
-        while True:
-            f = ForwardMsg()
-            f.ParseFromString(await ws.recv())
-            kind = f.WhichOneof("type")
-            if kind == "delta" and f.delta.WhichOneof("type") == "new_element":
-                elements.append((f.delta.new_element, f.delta.fragment_id))
-            elif kind == "script_finished" and f.script_finished != RUN_FINISHED_EARLY:
-                break
+        elements = await _ws_elements(ws)
         seed_id, _, is_int = _widget(elements, "seed")
 
         async def change(s: int) -> None:
