@@ -24,7 +24,6 @@ from streamlit.testing.v1 import AppTest, local_script_runner
 from streamlit.testing.v1 import app_test as app_test_module
 
 from normviz.layouts import LAYOUTS
-from ui import lazy
 from ui.pages import available
 from ui.params import SIZE_LIMITS, max_elements
 
@@ -157,17 +156,9 @@ def share_components(at: AppTest) -> AppTest:
     return at
 
 
-def app_test(
-    page: str, query: dict[str, str] | None = None, timeout: float = 600, first_load: bool = False
-) -> AppTest:
-    """An AppTest of app.py on `page`, with `query` applied before the first run (not run).
-
-    Every part of the page is drawn, as after a reader scrolled through it (`ui.lazy.ALL`);
-    `first_load`: as a first visit draws it, the parts below the fold as placeholders.
-    """
+def app_test(page: str, query: dict[str, str] | None = None, timeout: float = 600) -> AppTest:
+    """An AppTest of app.py on `page`, with `query` applied before the first run (not run)."""
     at = share_components(AppTest(ENTRY, default_timeout=timeout))
-    if not first_load:
-        at.session_state[lazy.ALL] = True
     for k, v in (query or {}).items():
         at.query_params[k] = v
     if page != HOME:

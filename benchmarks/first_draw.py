@@ -4,9 +4,8 @@ Two servers run side by side the same way (`streamlit run`, loopback, headless):
 app, and benchmarks/bare_page.py (a title and one plotly chart: the framework's floor).
 Each round visits the bare page and then the app's page, each in a fresh browser
 context, and times navigation → fully drawn: connected, the script finished, no
-skeletons, every plotly chart on the page has drawn its SVG, no part drawn once seen
-(ui.lazy) is still a placeholder in the window (and, on the app, the shared sidebar is
-drawn). It prints per page the median of the rounds, the bare
+skeletons, every plotly chart on the page has drawn its SVG (and, on the app, the
+shared sidebar is drawn). It prints per page the median of the rounds, the bare
 page's median over the same rounds, their ratio (the aim: ≤ 1.2×), what the
 websocket carried to the browser (MB) and how many charts the page drew. The first
 visit of each page is left out (it fills the server's caches; `--cold` keeps it).
@@ -23,28 +22,21 @@ import statistics
 import time
 
 from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, page_ids, serve, url_path
-from ui import lazy
 
 AIM = 1.2  # × the bare page
 # Fully drawn. `app`: also wait for the shared sidebar (app.py draws it at the start of
 # every run; before the first run the app already reports "notRunning").
 DRAWN_JS = """app => {
-    const MARGIN = {margin};
     const root = document.querySelector('[data-testid=stApp]');
     if (!root || root.getAttribute('data-test-connection-state') !== 'CONNECTED'
         || root.getAttribute('data-test-script-state') !== 'notRunning') return false;
     if (app && !document.querySelector('[data-testid=stSidebarUserContent] .st-key-present'))
         return false;
     if (document.querySelectorAll('[data-testid*=keleton]').length) return false;
-    // a part drawn once seen (ui.lazy) whose placeholder is in the window: not yet drawn
-    const near = e => { const r = e.getBoundingClientRect();
-        return getComputedStyle(e).display !== 'none'  // (a drawn part's old element)
-            && r.bottom > -MARGIN && r.top < innerHeight + MARGIN; };
-    if ([...document.querySelectorAll('[class*=st-key-nvlazy_]')].some(near)) return false;
     const charts = [...document.querySelectorAll('[data-testid=stPlotlyChart]')];
     if (!app && charts.length === 0) return false;
     return charts.every(c => c.querySelector('.main-svg'));
-}""".replace("{margin}", str(lazy.MARGIN_PX))
+}"""
 
 
 def visit(browser, target: str, app: bool) -> tuple[float, int, int]:

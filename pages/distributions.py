@@ -12,7 +12,7 @@ from normviz import METHODS, elementwise
 from normviz import distributions as dist
 from normviz.distributions import downloads
 from normviz.sections import Section
-from ui import inputs, knobs, lazy, onpage, route, runner, state
+from ui import inputs, knobs, onpage, route, runner, state
 from ui.safe import md_text
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
@@ -30,13 +30,18 @@ def knob_widgets(section: Section) -> dict[str, Any]:
     }
 
 
-def body(section: Section, setup: dist.Setup, presenter: bool) -> Any:
-    """Knobs, then the runner's result, figure, table and notes (and the downloads)."""
+def show(section: Section, setup: dist.Setup, presenter: bool) -> Any:
+    """Heading, intro, knobs, then the runner's result, figure, table and notes."""
+    st.subheader(dist.title(section, setup))
+    st.markdown(section.intro)
     values = knob_widgets(section)
-    res = runner.show(PAGE, section, setup, values, presenter, intro=False)
-    if res is not None and section is downloads.SECTION:
-        offer_downloads(res)
-    return res
+    return runner.show(PAGE, section, setup, values, presenter, intro=False)
+
+
+@st.fragment
+def show_alone(section: Section, setup: dist.Setup, presenter: bool) -> None:
+    """A section with its own knobs: moving them reruns this section only."""
+    show(section, setup, presenter)
 
 
 def offer_downloads(res: downloads.Downloads) -> None:
@@ -91,10 +96,9 @@ elif state.require(s):  # before generating anything: the shape may be over the 
             setup = dist.setup_for(section, whole)
             if section is dist.PART[0] and (note := dist.part_note(whole, setup)):
                 st.info(note, icon=":material/content_cut:")
-            st.subheader(dist.title(section, setup))
-            st.markdown(section.intro)
-            draw = functools.partial(body, section, setup, presenter)
-            if section is dist.FIRST:
-                draw()
-            else:  # far below the first screen: drawn once scrolled to (ui.lazy)
-                lazy.when_seen(f"dist_{section.slug}", draw, dist.title(section, setup))
+            if section.knobs:
+                show_alone(section, setup, presenter)
+                continue
+            res = show(section, setup, presenter)
+            if res is not None and section is downloads.SECTION:
+                offer_downloads(res)

@@ -8,9 +8,8 @@ import streamlit as st
 
 import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time)
 from normviz import worked
-from normviz.sections import Section
 from normviz.text import FORMULA
-from ui import lazy, route, runner, safe, state, stepper, tensorgrid
+from ui import route, runner, safe, state, stepper, tensorgrid
 
 route.entry()  # a page Streamlit ran on its own reruns through app.py (ui.route)
 
@@ -96,14 +95,6 @@ def players(res: worked.Walkthrough, presenter: bool) -> None:
             )
 
 
-def section_body(section: Section, matrix: worked.Matrix, res: object) -> None:
-    """A section's result, figure and notes; the walkthrough's players and worked numbers."""
-    runner.show(PAGE, section, matrix, {}, state.presenter())
-    if isinstance(res, worked.Walkthrough):
-        players(res, state.presenter())
-        method_columns(res)
-
-
 # ---- the page ----------------------------------------------------------------------------
 
 st.title("Worked example")
@@ -117,6 +108,7 @@ if matrix is not None:
         if res is None or not getattr(res, "shown", True):
             continue  # refused (shown), or nothing to show for this matrix
         st.subheader(section.label)
-        # below the matrix (the first screen): drawn once scrolled to (ui.lazy)
-        draw = functools.partial(section_body, section, matrix, res)
-        lazy.when_seen(f"wk_{section.slug}", draw, section.label)
+        runner.show(PAGE, section, matrix, {}, state.presenter())
+        if isinstance(res, worked.Walkthrough):
+            players(res, state.presenter())
+            method_columns(res)

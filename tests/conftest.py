@@ -33,21 +33,16 @@ SHOTS = ROOT / "assets" / "screenshots"
 
 
 def run_app(
-    page: str | None = None,
-    query: dict[str, str] | None = None,
-    timeout: float = 60,
-    first_load: bool = False,
+    page: str | None = None, query: dict[str, str] | None = None, timeout: float = 60
 ) -> AppTest:
     """Run app.py through AppTest, on `page` (URL path, e.g. "axes"), with a query string.
 
     The query string is applied before the first run, as a shared link would be. The
     run starts at benchmarks/apptest_entry.py, which runs app.py as a warm server
     does: no run starts in the pages-folder mode, so none is rerouted (a page's first
-    run is app.py's, as in the browser after a server's first session). Every part of
-    the page is drawn, as after scrolling through it; `first_load`: the parts far below
-    the fold are placeholders, as on a first visit (ui.lazy).
+    run is app.py's, as in the browser after a server's first session).
     """
-    at = app_test(page or HOME, query, timeout=timeout, first_load=first_load)
+    at = app_test(page or HOME, query, timeout=timeout)
     at.run()
     return at
 
@@ -239,17 +234,6 @@ def page(browser, server):
     p.set_default_timeout(60_000)
     yield p
     ctx.close()
-
-
-def lazy_parts(at: AppTest) -> list[str]:
-    """The names of the parts drawn once seen that are still placeholders (ui.lazy)."""
-    from ui import lazy
-
-    return [
-        e.key.removeprefix(lazy.PREFIX)
-        for e in at.get("bidi_component")
-        if e.proto.component_name == lazy.NAME
-    ]
 
 
 def wait_done(p, timeout: float = 60_000) -> None:

@@ -167,52 +167,11 @@ PROBE_JS = """() => {
 }"""
 
 
-LAZY = "[class*=st-key-nvlazy_]"  # the placeholder of a part drawn once seen (ui.lazy)
-# The first placeholder still shown (its key class), or null. Streamlit may keep a drawn
-# part's old element hidden (display: none) until the next full run: not a placeholder.
-# (One not drawn yet, 0 px tall while its script loads, is one.)
-LAZY_NEXT_JS = f"""() => {{
-    const e = [...document.querySelectorAll('{LAZY}')]
-        .find(e => getComputedStyle(e).display !== 'none');
-    return e ? [...e.classList].find(c => c.startsWith('st-key-')) : null;
-}}"""
-LAZY_SHOWN_JS = """(c) => { const e = document.querySelector('.' + c);
-    return !!e && getComputedStyle(e).display !== 'none'; }"""
-SCROLL_TO_JS = "(c) => document.querySelector('.' + c)?.scrollIntoView({block: 'center'})"
-TOP_JS = """() => { window.scrollTo(0, 0);
-    document.querySelector('[data-testid=stMain]')?.scrollTo(0, 0); }"""
-
-
-def lazy_left(p) -> int:
-    """How many parts drawn once seen (ui.lazy) are still placeholders on the page."""
-    return p.locator(LAZY).evaluate_all(
-        "es => es.filter(e => getComputedStyle(e).display !== 'none').length"
-    )
-
-
-def draw_lazy(p, timeout: float = 120_000) -> int:
-    """Scroll to each part drawn once seen (ui.lazy) until it is drawn, as a reader
-    scrolling through the page would; then back to the top. How many were drawn."""
-    drawn = 0
-    while name := p.evaluate(LAZY_NEXT_JS):
-        p.evaluate(SCROLL_TO_JS, name)
-        p.wait_for_function(f"(c) => !({LAZY_SHOWN_JS})(c)", arg=name, timeout=timeout)
-        drawn += 1
-        assert drawn <= 100, "a part drawn once seen is drawn again and again"
-    p.wait_for_function(DONE_JS, timeout=timeout, polling=200)
-    p.evaluate(TOP_JS)
-    return drawn
-
-
 def settle(p, timeout: float = 120_000) -> None:
-    """The run has finished, every part drawn once seen is drawn (`draw_lazy`) and every
-    chart has drawn its text (and stopped moving)."""
+    """The run has finished and every chart has drawn its text (and stopped moving)."""
     p.wait_for_function(DONE_JS, timeout=timeout, polling=200)
     p.wait_for_timeout(300)
     p.wait_for_function(DONE_JS, timeout=timeout, polling=200)
-    if draw_lazy(p, timeout):
-        p.wait_for_timeout(300)
-        p.wait_for_function(DONE_JS, timeout=timeout, polling=200)
     p.wait_for_function(CHARTS_DRAWN_JS, timeout=60_000, polling=200)
     # plotly's second layout pass (automargin) and the fonts: until nothing moves for 250 ms
     p.evaluate("() => { window.__nvLayout = null; }")

@@ -15,7 +15,6 @@ from conftest import (
     assert_clean,
     assert_no_exception,
     assert_refused,
-    lazy_parts,
     open_app,
     plotly_array,
     run_app,
@@ -25,7 +24,6 @@ from conftest import (
     url_value,
     wait_done,
 )
-from layout_probe import draw_lazy, lazy_left
 from signals import assert_within_budget
 from streamlit.testing.v1 import AppTest
 
@@ -37,7 +35,6 @@ from normviz.distributions.before_after import make_before_after_figure
 from normviz.distributions.eps import eps_sweep, make_eps_figure
 from normviz.distributions.histograms import histogram
 from normviz.distributions.rms_layer import cosine_per_vector, make_cosine_figure
-from ui import lazy
 from ui.params import PAGE_PARAMS, fmt, max_elements
 
 PAGE = "distributions"
@@ -96,31 +93,6 @@ def test_default_view() -> None:
     # the page's own parameters are in the URL from the first run: a copied link is complete
     for name, p in PARAMS.items():
         assert url_value(at, name) == fmt(p.default), name
-
-
-def test_a_first_load_draws_the_first_section_and_the_rest_once_seen() -> None:
-    """A first visit sends one chart of five: every later section keeps its heading and
-    intro above a placeholder, drawn once it is seen (ui.lazy); seen, it is drawn."""
-    at = run_app(PAGE, first_load=True)
-    assert_clean(at)
-    assert chart_titles(at) == ["BatchNorm: values before and after"]
-    heads = [h.value for h in at.subheader]
-    assert heads[:3] == [
-        "Before and after: BatchNorm",
-        "What BatchNorm does not control",
-        "All five methods on the same input",
-    ]
-    waiting = lazy_parts(at)
-    assert waiting[:2] == ["dist_uncontrolled", "dist_all-methods"], waiting
-    assert len(waiting) == len(heads) - 1  # every section after the first
-    assert not at.get("download_button")  # the downloads' section too
-    at.session_state[lazy.seen_key("dist_all-methods")] = True  # as the browser's trigger does
-    at.run()
-    assert_clean(at)
-    titles = chart_titles(at)
-    assert titles[0] == "BatchNorm: values before and after"
-    assert len(titles) == 2 and titles[1].startswith("The same input under each method")
-    assert "dist_all-methods" not in lazy_parts(at)
 
 
 METHOD_KEYS = [*STANDARD_METHODS, "custom"]
@@ -423,12 +395,7 @@ def test_distributions_in_browser(page, server) -> None:
     assert page.locator("[data-testid=stAlertContentWarning]").count() == 0
     assert_no_exception(page)
     assert page.get_by_text("Before and after: LayerNorm").count() == 1
-    # a first load draws the first screen; the sections below draw as they are scrolled to
-    first = page.locator(".js-plotly-plot").count()
-    assert first >= 1 and lazy_left(page) >= 4, first
-    draw_lazy(page)
-    assert lazy_left(page) == 0
-    assert page.locator(".js-plotly-plot .main-svg").count() >= 5
+    assert page.locator(".js-plotly-plot").count() >= 4
     # the γ/β controls rerun their fragment, which writes the URL (no full rerun)
     page.get_by_text("per-channel", exact=True).click()
     page.wait_for_url("**affine=per-channel**")

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 import keys
 import pytest
 from conftest import app_runs, assert_no_exception, wait_done
-from layout_probe import draw_lazy
 
 from normviz import batchnorm, choose, distributions, residual
 
@@ -93,7 +92,6 @@ def test_a_fragment_widget_reruns_the_fragment_alone(browser, counted, case: Cas
         before = app_runs(log)
         p.goto(f"{url}/{case.path}")
         wait_done(p, 120_000)
-        draw_lazy(p)  # the widget may sit in a part drawn once seen (ui.lazy): a fragment's run
         page = case.path.split("?")[0]
         opened = log.read_text().splitlines()[before:]
         assert f"app {page}" in opened, opened  # the hook counts: the link ran app.py

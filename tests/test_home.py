@@ -3,19 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import (
-    assert_clean,
-    assert_no_exception,
-    lazy_parts,
-    open_app,
-    run_app,
-    screenshot,
-    texts,
-)
-from layout_probe import draw_lazy, lazy_left
+from conftest import assert_clean, assert_no_exception, open_app, run_app, screenshot, texts
 
-from normviz import LAYOUTS, METHODS, STANDARD_METHODS
-from ui import lazy
+from normviz import METHODS, STANDARD_METHODS
 
 
 def test_home_shows_formula_and_table() -> None:
@@ -27,20 +17,6 @@ def test_home_shows_formula_and_table() -> None:
     assert table.loc["BatchNorm", "BTC pools"] == "B, T"
     assert table.loc["GroupNorm", "NCHW pools"] == "C/G, H, W"
     assert table.loc["RMSNorm", "subtracts μ"] == "no"
-
-
-def test_a_first_load_sends_no_chart_and_the_thumbnails_once_seen() -> None:
-    """The thumbnails sit below the formula and the table: a first load sends no chart
-    (so no Plotly script); each layout's figure is drawn once seen (ui.lazy)."""
-    at = run_app(first_load=True)
-    assert_clean(at)
-    assert not at.get("plotly_chart")
-    assert lazy_parts(at) == [f"home_thumbs_{layout}" for layout in LAYOUTS]
-    at.session_state[lazy.seen_key("home_thumbs_BTC")] = True
-    at.run()
-    assert len(at.get("plotly_chart")) == 1
-    assert lazy_parts(at) == ["home_thumbs_NCHW"]
-    assert len(run_app().get("plotly_chart")) == len(LAYOUTS)  # every part drawn
 
 
 def test_plain_visit_has_no_warnings() -> None:
@@ -94,9 +70,6 @@ def test_home_in_browser(page, server) -> None:
     open_app(page, server)
     assert_no_exception(page)
     assert page.get_by_text("The axis contract").count() >= 1
-    draw_lazy(page)  # the thumbnails, drawn once scrolled to
-    assert lazy_left(page) == 0
-    assert page.locator("[data-testid=stPlotlyChart] .main-svg").count() >= len(LAYOUTS)
     screenshot(page, "home")
     assert "one formula" in texts(run_app())
 

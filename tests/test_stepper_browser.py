@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 from conftest import app_runs, assert_no_exception, wait_done
-from layout_probe import draw_lazy
 from torch import nn
 
 from normviz import worked
@@ -171,7 +170,6 @@ def test_the_worked_example_plays_mu_var_x_hat_and_y(browser, counted) -> None:
     try:
         p.goto(f"{url}/worked-example")
         wait_done(p, SLOW)
-        draw_lazy(p, SLOW)  # the players sit below the matrix (ui.lazy): fragments' runs
         runs = app_runs(log)
         player = p.locator(".st-key-wk_play_batch .nv-player")
         player.wait_for()

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 import torch
 from conftest import app_runs, assert_no_exception, wait_done
-from layout_probe import draw_lazy
 from test_axes_numbers import torch_module
 
 from normviz import LAYOUTS, group_ids, worked
@@ -43,7 +42,6 @@ def _grid_page(browser, link: str, key: str, touch: bool = False):
     p.set_default_timeout(120_000)
     p.goto(link)
     wait_done(p, 120_000)
-    draw_lazy(p)  # the worked example's picker sits below the matrix (ui.lazy)
     p.locator(f"{key} [role=gridcell]").first.wait_for()
     return ctx, p
 

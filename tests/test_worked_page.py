@@ -11,19 +11,16 @@ import torch
 from conftest import (
     assert_clean,
     assert_no_exception,
-    lazy_parts,
     open_app,
     run_app,
     screenshot,
     texts,
     wait_done,
 )
-from layout_probe import draw_lazy, lazy_left
 from test_tensorgrid import grid_data, pick
 from torch import nn
 
 from normviz import worked
-from ui import lazy
 
 GRID = "wk_grid"  # the cell picker's key (pages/worked-example.py)
 
@@ -65,21 +62,6 @@ def test_source_example_shows_the_printed_numbers() -> None:
     spec = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert [t["type"] for t in spec["data"]] == ["heatmap"] * 3
     assert not at.warning and not at.error
-
-
-def test_a_first_load_draws_the_matrix_and_the_sections_once_seen() -> None:
-    """The matrix to edit is the first screen; the sections below it (their chart, the
-    players, the worked numbers) are drawn once scrolled to (ui.lazy)."""
-    at = run_app("worked-example", first_load=True)
-    assert_clean(at)
-    assert not at.get("plotly_chart") and not at.latex[1:]  # the formula alone
-    slugs = [s.slug for s in worked.SECTIONS]
-    assert lazy_parts(at) == [f"wk_{s}" for s in slugs]
-    at.session_state[lazy.seen_key(f"wk_{slugs[0]}")] = True
-    at.run()
-    assert_clean(at)
-    assert len(at.get("plotly_chart")) == 1 and at.latex[1:]
-    assert lazy_parts(at) == [f"wk_{s}" for s in slugs[1:]]
 
 
 def test_every_cell_can_be_worked_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -207,8 +189,6 @@ def test_worked_example_in_browser(page, server) -> None:
 
     open_app(page, server, "worked-example")
     assert_no_exception(page)
-    draw_lazy(page)  # the sections below the matrix, drawn once scrolled to (ui.lazy)
-    assert lazy_left(page) == 0
     source = page.get_by_text("The source text's printed results")
     assert source.count() == 1
     body = page.inner_text("body")

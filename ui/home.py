@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import functools
-
 import plotly.graph_objects as go
 import streamlit as st
 
 from normviz import LAYOUTS, sources, text
 from normviz.axes import multiples
-from ui import lazy, runner, state, teach
+from ui import runner, state, teach
 from ui.pages import available
 
 THUMB_GROUPS = 2  # GroupNorm's G in the thumbnails (divides both default C)
-THUMB_HEIGHT_PX = 300  # a thumbnails figure's height (its placeholder's, until drawn)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -22,14 +19,6 @@ def _thumbnails(layout: str, presenter: bool) -> go.Figure:
     lay = LAYOUTS[layout]
     shape = tuple(lay.defaults[a] for a in lay.axes)
     return multiples.make_methods_figure(layout, shape, THUMB_GROUPS, presenter=presenter)
-
-
-def _thumbs(layout: str) -> None:
-    """The thumbnails of one layout and their text alternative."""
-    lay = LAYOUTS[layout]
-    shape = tuple(lay.defaults[a] for a in lay.axes)
-    words = multiples.alt_lines(layout, shape, THUMB_GROUPS)
-    runner.chart(_thumbnails(layout, state.presenter()), f"thumbs_{layout}", words)
 
 
 def render() -> None:
@@ -68,10 +57,11 @@ def render() -> None:
         "The same contract as pictures: each block is a small tensor, and the coloured cells "
         "are the values that share one μ and σ² with the corner cell."
     )
-    for layout in LAYOUTS:  # below the formula and the table: drawn once seen (ui.lazy)
-        title = f"Each method's pooled cells, {layout}"
-        draw = functools.partial(_thumbs, layout)
-        lazy.when_seen(f"home_thumbs_{layout}", draw, title, height=THUMB_HEIGHT_PX)
+    for layout in LAYOUTS:
+        lay = LAYOUTS[layout]
+        shape = tuple(lay.defaults[a] for a in lay.axes)
+        words = multiples.alt_lines(layout, shape, THUMB_GROUPS)
+        runner.chart(_thumbnails(layout, state.presenter()), f"thumbs_{layout}", words)
     title = f"Teach with normviz: a {teach.TOTAL_MINUTES}-minute path"
     with st.expander(title, icon=":material/school:"):
         st.markdown(

@@ -61,10 +61,6 @@ SMOLLM2: tuple[Section, ...] = (
     int8.SECTION,
 )  # on SmolLM2's stream only
 SECTIONS: tuple[Section, ...] = (*WHOLE, *SMOLLM2, *PART, downloads.SECTION)
-# On the first screen (the lecture's "before and after"): drawn at once. The sections
-# after it are far below the fold and drawn once scrolled to (docs/serving.md, "First
-# draw": a first load drew all five charts).
-FIRST: Section = before_after.SECTION
 KNOBS = merge(*(s.knobs for s in SECTIONS))
 
 INTRO = (
@@ -133,7 +129,6 @@ def setup_for(section: Section, setup: Setup) -> Setup:
 
 __all__ = [
     "DEMO_MAX",
-    "FIRST",
     "GATE",
     "INTRO",
     "KNOBS",
