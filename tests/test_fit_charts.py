@@ -3,21 +3,18 @@ wide enough for them, log axes labelled at decades, legends clear of axis titles
 Chromium, every page at the issue's four screens through tests/layout_probe.py.
 
 The browser test visits every page and every README link (the lecture path) at the four
-screens (the two projectors on one load of each page, resized between them) and asserts
-every check of the probe on every view; a view known to fail a check
+screens and asserts every check of the probe on every view; a view known to fail a check
 would be named in NOT_YET with the reason (none today).
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 
 import numpy as np
 import pytest
 from conftest import assert_no_exception
 from layout_probe import SCREENS, new_context, probe, settle
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from signals import assert_valid
 
 from benchmarks.common import page_ids, url_path
@@ -163,37 +160,11 @@ def _checks(found: dict, grids: list[str], phone: bool) -> dict[str, object]:
     }
 
 
-def loads() -> list[tuple[tuple, ...]]:
-    """The screens grouped by what the server sees of them: the address (presenter mode
-    or not) and the user agent (a phone's or not, ui.state.phone). The app reads no width
-    (no element sends one back), so screens of one group are one page load, probed at
-    each screen in turn, the viewport resized between them."""
-    groups: dict[tuple[bool, bool], list[tuple]] = {}
-    for screen in SCREENS:
-        groups.setdefault((screen[3], screen[4]), []).append(screen)
-    return [tuple(g) for g in groups.values()]
-
-
-# every chart is drawn at its container's width again (plotly follows the resize
-# asynchronously); a chart narrower than its container by design is never wider
-REDRAWN_JS = """() => [...document.querySelectorAll('[data-testid=stPlotlyChart]')]
-    .every(c => { const svg = c.querySelector('.main-svg');
-        return !svg || svg.getBoundingClientRect().width <= c.getBoundingClientRect().width + 1;
-    })"""
-
-
-def _resize(p, width: int, height: int) -> None:
-    """A new viewport; then the charts drawn at their new width, and the page still."""
-    p.set_viewport_size({"width": width, "height": height})
-    with contextlib.suppress(PlaywrightTimeout):  # a chart that stays too wide: probed
-        p.wait_for_function(REDRAWN_JS, timeout=10_000, polling=100)
-    settle(p)
-
-
 @pytest.mark.browser
-@pytest.mark.parametrize("screens", loads(), ids=lambda g: "+".join(s[0] for s in g))
-def test_charts_fit_every_page(browser, server, screens) -> None:
-    _first, width, height, presenter, phone = screens[0]
+@pytest.mark.parametrize(
+    ("screen", "width", "height", "presenter", "phone"), SCREENS, ids=[s[0] for s in SCREENS]
+)
+def test_charts_fit_every_page(browser, server, screen, width, height, presenter, phone) -> None:
     ctx = new_context(browser, width, height, phone)
     p = ctx.new_page()
     p.set_default_timeout(120_000)
@@ -203,30 +174,15 @@ def test_charts_fit_every_page(browser, server, screens) -> None:
         for url in dict.fromkeys(_url(server, view, presenter) for view in views()):
             view = url.removeprefix(f"{server}/")
             p.goto(url)
-            for i, (screen, w, h, _presenter, _phone) in enumerate(screens):
-                if i:
-                    _resize(p, w, h)
-                else:
-                    settle(p)
-                    assert_no_exception(p)
-                found = _checks(probe(p), p.evaluate(GRID_SCROLLS_JS), phone)
-                for check, got in found.items():
-                    if got and (view, screen) not in NOT_YET[check]:
-                        failures.append(f"/{view} at {screen} {w}×{h} {check}: {got}")
-            if len(screens) > 1:  # back to the first screen for the next page
-                p.set_viewport_size({"width": width, "height": height})
+            settle(p)
+            assert_no_exception(p)
+            found = _checks(probe(p), p.evaluate(GRID_SCROLLS_JS), phone)
+            for check, got in found.items():
+                if got and (view, screen) not in NOT_YET[check]:
+                    failures.append(f"/{view} {check}: {got}")
     finally:
         ctx.close()
-    assert not failures, "\n".join(map(str, failures))
-
-
-def test_the_screens_of_one_load_differ_only_in_the_browser() -> None:
-    """Every screen is probed, once; screens sharing a load share the address and the
-    user agent (the two projectors: presenter mode, not a phone)."""
-    groups = loads()
-    assert sorted(s for g in groups for s in g) == sorted(SCREENS)
-    assert all(len({(s[3], s[4]) for s in g}) == 1 for g in groups)
-    assert [s[0] for s in groups[0]] == ["projector", "old-projector"]
+    assert not failures, f"{screen} {width}×{height}:\n" + "\n".join(map(str, failures))
 
 
 @pytest.mark.browser
