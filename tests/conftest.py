@@ -20,9 +20,6 @@ import pytest
 from keys import knob
 from streamlit.testing.v1 import AppTest
 
-# the app's process setup (torch's threads, pandas' strings, gc.freeze) for every test,
-# not only for those after a worker's first AppTest
-import ui.warmup  # noqa: F401
 from benchmarks.common import CHROMIUM, CHROMIUM_ARGS, HOME, app_test
 from benchmarks.common import serve as bench_serve
 from ui.params import PAGE_PARAMS, fmt
