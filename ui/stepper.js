@@ -120,11 +120,25 @@ function gridDrawing(d) {
 
 // ---- the player ---------------------------------------------------------------------------
 
+// Streamlit calls this function again on every server run that changes `data`, with the
+// same parentElement, and calls the returned cleanup only at unmount. A run that sends the
+// same frames (the fragment's rerun after a stop reached it) keeps the player as it is,
+// playing or not; only a start the student did not send (a new link) moves it.
 export default function (component) {
   const { data, setStateValue, parentElement } = component;
+  const host = parentElement.querySelector(".nv-stepper");
+  const sig = JSON.stringify([data.frames, !!data.presenter, data.delay]);
+  const kept = host._nv;
+  if (kept && kept.sig === sig) {
+    kept.send = setStateValue;
+    kept.follow(data.start);
+    return kept.cleanup;
+  }
+  if (kept) kept.cleanup(); // other frames: the old player's timers stop with it
   const d = data.frames;
   const n = d.labels.length;
-  const host = parentElement.querySelector(".nv-stepper");
+  const api = { sig, send: setStateValue };
+  host._nv = api;
   const drawing = d.grids.length ? gridDrawing(d) : linesDrawing(d);
   let i = Math.max(1, Math.min(n, data.start || n)) - 1;
   let sent = data.start;
@@ -166,7 +180,7 @@ export default function (component) {
   const stopped = () => { // only where the student stops reaches the server (a short pause)
     clearTimeout(report);
     report = setTimeout(() => {
-      if (timer === null && sent !== i + 1) { sent = i + 1; setStateValue("step", i + 1); }
+      if (timer === null && sent !== i + 1) { sent = i + 1; api.send("step", i + 1); }
     }, data.delay);
   };
   const pause = () => {
@@ -216,6 +230,14 @@ export default function (component) {
     }
   });
   region.addEventListener("keyup", (e) => { if (e.key === " ") e.preventDefault(); });
+  api.follow = (start) => {
+    const k = Math.max(1, Math.min(n, start || n));
+    if (start === sent || timer !== null || k === i + 1) return; // the student's own stop
+    sent = start;
+    i = k - 1;
+    show(true);
+  };
+  api.cleanup = () => { clearInterval(timer); timer = null; clearTimeout(report); };
   show(true);
-  return () => { clearInterval(timer); clearTimeout(report); };
+  return api.cleanup;
 }
