@@ -176,19 +176,14 @@ def test_the_worked_example_plays_mu_var_x_hat_and_y(browser, counted) -> None:
         assert _frame(player) == 1
         assert player.locator("dd").nth(1).inner_text() == "2"  # μ of column 1: (1 + 3) / 2
         player.evaluate("el => { el.dataset.probe = 'kept'; }")  # gone if it is redrawn
-        p.evaluate(  # notes the fragment's rerun that the stop starts
-            """() => { const app = document.querySelector('[data-testid=stApp]');
-                new MutationObserver(() => {
-                    if (app.getAttribute('data-test-script-state') === 'running') window.nvRan = 1;
-                }).observe(app, {attributes: true}); }"""
-        )
         player.focus()
         for _ in range(7):  # column 2's y: frame 8
             player.press("ArrowRight")
         assert _frame(player) == 8
         # the stop reaches the server, whose fragment rerun sends the same frames: the
-        # player stays the same element (one rebuilt would drop a play started meanwhile)
-        p.wait_for_function("() => window.nvRan === 1")
+        # player stays the same element (one rebuilt would drop a play started meanwhile);
+        # the player notes the stop each server run sends it (data-server-start)
+        p.locator(".st-key-wk_play_batch .nv-player[data-server-start='8']").wait_for()
         wait_done(p, SLOW)
         assert player.get_attribute("data-probe") == "kept"
         assert _frame(player) == 8

@@ -140,7 +140,9 @@ export default function (component) {
   const api = { sig, send: setStateValue };
   host._nv = api;
   const drawing = d.grids.length ? gridDrawing(d) : linesDrawing(d);
-  let i = Math.max(1, Math.min(n, data.start || n)) - 1;
+  // a stop from the server (1-based; none or out of range: the last frame)
+  const frameOf = (start) => Math.max(1, Math.min(n, start || n));
+  let i = frameOf(data.start) - 1;
   let sent = data.start;
   let timer = null;
   let report = null;
@@ -231,13 +233,15 @@ export default function (component) {
   });
   region.addEventListener("keyup", (e) => { if (e.key === " ") e.preventDefault(); });
   api.follow = (start) => {
-    const k = Math.max(1, Math.min(n, start || n));
+    region.dataset.serverStart = start; // the stop the server's last run sent (tests read it)
+    const k = frameOf(start);
     if (start === sent || timer !== null || k === i + 1) return; // the student's own stop
     sent = start;
     i = k - 1;
     show(true);
   };
   api.cleanup = () => { clearInterval(timer); timer = null; clearTimeout(report); };
+  region.dataset.serverStart = data.start;
   show(true);
   return api.cleanup;
 }
