@@ -3,8 +3,7 @@ wide enough for them, log axes labelled at decades, legends clear of axis titles
 Chromium, every page at the issue's four screens through tests/layout_probe.py.
 
 The browser test visits every page and every README link (the lecture path) at the four
-screens (the two projectors share one load of each view, probed before and after the
-window shrinks) and asserts every check of the probe on every view; a view known to fail a check
+screens and asserts every check of the probe on every view; a view known to fail a check
 would be named in NOT_YET with the reason (none today).
 """
 
@@ -161,34 +160,11 @@ def _checks(found: dict, grids: list[str], phone: bool) -> dict[str, object]:
     }
 
 
-# The screens that load the same addresses in the same kind of browser share one load of
-# each view: the two projectors (presenter links, no touch) probe it at 1280×720, then at
-# 1024×768 after the window shrinks, as a lecturer's window would (the page reflows, and
-# every check runs again on the reflowed page). Screens by browser: ((screen, w, h), ...).
-def _screen_groups() -> dict[str, tuple[bool, bool, tuple[tuple[str, int, int], ...]]]:
-    groups: dict[tuple[bool, bool], list[tuple[str, int, int]]] = {}
-    for screen, width, height, presenter, phone in SCREENS:
-        groups.setdefault((presenter, phone), []).append((screen, width, height))
-    return {
-        "+".join(s[0] for s in sizes): (presenter, phone, tuple(sizes))
-        for (presenter, phone), sizes in groups.items()
-    }
-
-
-SCREEN_GROUPS = _screen_groups()
-
-
-def test_every_screen_is_probed_once() -> None:
-    probed = [s for _p, _ph, sizes in SCREEN_GROUPS.values() for s in sizes]
-    assert sorted(probed) == sorted((s, w, h) for s, w, h, _p, _ph in SCREENS)
-    assert list(SCREEN_GROUPS) == ["projector+old-projector", "laptop", "phone"]
-
-
 @pytest.mark.browser
-@pytest.mark.parametrize("group", list(SCREEN_GROUPS))
-def test_charts_fit_every_page(browser, server, group) -> None:
-    presenter, phone, sizes = SCREEN_GROUPS[group]
-    _first, width, height = sizes[0]
+@pytest.mark.parametrize(
+    ("screen", "width", "height", "presenter", "phone"), SCREENS, ids=[s[0] for s in SCREENS]
+)
+def test_charts_fit_every_page(browser, server, screen, width, height, presenter, phone) -> None:
     ctx = new_context(browser, width, height, phone)
     p = ctx.new_page()
     p.set_default_timeout(120_000)
@@ -197,21 +173,16 @@ def test_charts_fit_every_page(browser, server, group) -> None:
         # a page in presenter mode and the README's presenter link to it are one address
         for url in dict.fromkeys(_url(server, view, presenter) for view in views()):
             view = url.removeprefix(f"{server}/")
-            p.set_viewport_size({"width": width, "height": height})
             p.goto(url)
-            for at, (screen, w, h) in enumerate(sizes):
-                if at:
-                    p.set_viewport_size({"width": w, "height": h})
-                settle(p)
-                assert p.evaluate("[innerWidth, innerHeight]") == [w, h]
-                assert_no_exception(p)
-                found = _checks(probe(p), p.evaluate(GRID_SCROLLS_JS), phone)
-                for check, got in found.items():
-                    if got and (view, screen) not in NOT_YET[check]:
-                        failures.append(f"{screen} {w}×{h} /{view} {check}: {got}")
+            settle(p)
+            assert_no_exception(p)
+            found = _checks(probe(p), p.evaluate(GRID_SCROLLS_JS), phone)
+            for check, got in found.items():
+                if got and (view, screen) not in NOT_YET[check]:
+                    failures.append(f"/{view} {check}: {got}")
     finally:
         ctx.close()
-    assert not failures, "\n".join(map(str, failures))
+    assert not failures, f"{screen} {width}×{height}:\n" + "\n".join(map(str, failures))
 
 
 @pytest.mark.browser
