@@ -140,7 +140,7 @@ export default function (component) {
   const api = { sig, send: setStateValue };
   host._nv = api;
   const drawing = d.grids.length ? gridDrawing(d) : linesDrawing(d);
-  // a stop from the server (1-based; none or out of range: the last frame)
+  // a stop from the server, 1-based and clamped to the frames (0 or none: the last one)
   const frameOf = (start) => Math.max(1, Math.min(n, start || n));
   let i = frameOf(data.start) - 1;
   let sent = data.start;
