@@ -156,6 +156,19 @@ def test_deep_gradients_what_the_section_says() -> None:
     assert "Yang et al." not in "\n".join(gradients.notes(shallow))
 
 
+def test_deep_gradients_log_axes_are_labelled_at_decades() -> None:
+    """Depth 20: the gradient norms span over three decades; each panel's log axis is
+    labelled at whole decades (a number dtick), five labels at most, never plotly's bare
+    2 3 4 ... 9 between them."""
+    res = gradients.deep_gradients(lab.LabSetup(), 20, "torch")
+    fig = gradients.figure(res)
+    for axis, data in ((fig.layout.yaxis, res.act_std), (fig.layout.yaxis2, res.grad_norm)):
+        span = np.log10(data[data > 0].max() / data[data > 0].min())
+        assert axis.type == "log" and isinstance(axis.dtick, int), axis
+        assert span / axis.dtick <= 5
+    assert np.log10(res.grad_norm.max() / res.grad_norm.min()) > 3  # the case that matters
+
+
 # ---- corrected sentences ------------------------------------------------------------------
 
 

@@ -127,6 +127,11 @@ def test_the_figure_is_valid_and_small(res) -> None:
     assert_valid(fig)
     assert len(fig.data) == 6 and len(fig.to_json()) < 200_000
     assert fig.layout.yaxis.type == fig.layout.yaxis2.type == "log"
+    # each panel labelled at whole decades (a number dtick), five labels at most
+    for axis, traces in ((fig.layout.yaxis, fig.data[:3]), (fig.layout.yaxis2, fig.data[3:])):
+        ys = np.concatenate([np.asarray(t.y, dtype=float) for t in traces])
+        assert isinstance(axis.dtick, int), axis
+        assert np.log10(ys.max() / ys.min()) / axis.dtick <= 5
 
 
 def test_the_page_section_runs_and_reveals_after_a_guess(loaded: None) -> None:

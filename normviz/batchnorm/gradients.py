@@ -122,8 +122,9 @@ def figure(res: DeepGradients, presenter: bool = False) -> go.Figure:
     fig = Spec.grid(
         1,
         2,
-        ("Activation std after each layer", "Weight-gradient norm of each layer"),
-        horizontal_spacing=0.1,
+        # two short lines each: half a phone's column holds about 18 characters
+        ("activation std<br>after each layer", "weight-gradient<br>norm per layer"),
+        horizontal_spacing=0.12,
     )
     xs = list(range(1, res.depth + 1))
     colours = (style.BEFORE, style.METHOD_COLOURS["batch"])
@@ -143,15 +144,18 @@ def figure(res: DeepGradients, presenter: bool = False) -> go.Figure:
                 row=1,
                 col=col,
             )
-        fig.update_yaxes(type="log", exponentformat="power", row=1, col=col)
-        fig.update_xaxes(title="layer (1 = nearest the input)", row=1, col=col)
+        fig.update_yaxes(style.log_axis(data), row=1, col=col)  # labelled at decades
+        fig.update_xaxes(title="layer (1 = input)", row=1, col=col)
     fig.update_layout(
-        title=f"{res.depth} Linear → ReLU layers at initialization, {INITS[res.init]}",
+        # two short lines (a phone's chart holds about 45 characters a line): the init's
+        # name here, its distribution in the sidebar's choice
+        title=f"{res.depth} Linear → ReLU layers at initialization<br>"
+        f"weights: {INITS[res.init].split(' (')[0]} init",
         legend=style.LEGEND_BELOW,
     )
-    style.apply(fig, presenter, height=440)
-    fig.update_layout(margin={"t": 100}, title={"y": 0.98, "yanchor": "top"})
-    return fig.figure()
+    style.apply(fig, presenter, height=500)
+    fig.update_annotations(font={"size": style.font_size(presenter)})  # the panel titles
+    return style.top_room(fig, presenter, below=2).figure()
 
 
 def table(res: DeepGradients) -> pd.DataFrame:

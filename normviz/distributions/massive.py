@@ -163,9 +163,10 @@ def figure(res: MassiveView, presenter: bool) -> go.Figure | None:
     fig = Spec.grid(
         1,
         2,
+        # two short lines each: half a phone's column holds about 18 characters
         (
-            "Largest |x| entering each norm (sentence 1)",
-            f"Token {m.token}'s features at {res.layer}",
+            "largest |x| entering<br>each norm (sentence 1)",
+            f"token {m.token}'s features<br>at {res.layer}",
         ),
         horizontal_spacing=0.12,
     )
@@ -182,6 +183,8 @@ def figure(res: MassiveView, presenter: bool) -> go.Figure | None:
                 "scatter",
                 x=xs,
                 y=np.maximum(ys, 1e-6),
+                text=list(NORMS),  # the norm's name on hover (the axis gives its number)
+                hovertemplate="%{x} = %{text}<br>|x| %{y:.3g}",
                 mode="lines+markers",
                 name=name,
                 marker={"symbol": sym, "size": 6},
@@ -212,13 +215,23 @@ def figure(res: MassiveView, presenter: bool) -> go.Figure | None:
             row=1,
             col=2,
         )
-    fig.update_xaxes(
-        {"title": {"text": "norm (0 = blk.0.attn_norm … 60 = output_norm)"}}, row=1, col=1
+    # short axis titles (a phone's half column): norm 0 is blk.0.attn_norm, 60 output_norm
+    # (each point's hover names its norm)
+    fig.update_xaxes({"title": {"text": "norm (0 … 60)"}}, row=1, col=1)
+    fig.update_xaxes({"title": {"text": "feature"}}, row=1, col=2)
+    # each panel's log axis labelled at its own decades
+    left = (res.depth_top, res.depth_rest, res.depth_median)
+    fig.update_yaxes(
+        style.log_axis(*(np.maximum(v, 1e-6) for v in left)) | {"title": {"text": "|x|"}},
+        row=1,
+        col=1,
     )
-    fig.update_xaxes({"title": {"text": "feature (dimension)"}}, row=1, col=2)
-    fig.update_yaxes({"type": "log", "title": {"text": "|x| (log scale)"}})
-    fig.update_layout(legend={"orientation": "h", "y": -0.3})
-    return style.apply(fig, presenter, height=440).figure()
+    right = (np.maximum(ys, 1e-6) for _name, ys, _sym, _c in panel)
+    fig.update_yaxes(style.log_axis(*right), row=1, col=2)
+    fig.update_layout(legend=style.LEGEND_BELOW)
+    style.apply(fig, presenter, height=560)
+    fig.update_annotations(font={"size": style.font_size(presenter)})  # the panel titles
+    return style.top_room(fig, presenter, below=2).figure()
 
 
 # ---- the table and the sentences ---------------------------------------------------------
