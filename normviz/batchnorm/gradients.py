@@ -148,7 +148,7 @@ def figure(res: DeepGradients, presenter: bool = False) -> go.Figure:
         fig.update_xaxes(title="layer (1 = input)", row=1, col=col)
     fig.update_layout(
         # two short lines (a phone's chart holds about 45 characters a line): the init's
-        # name here, its distribution in the sidebar's choice
+        # name here, its distribution in the section's choice of init
         title=f"{res.depth} Linear → ReLU layers at initialization<br>"
         f"weights: {INITS[res.init].split(' (')[0]} init",
         legend=style.LEGEND_BELOW,
