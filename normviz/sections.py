@@ -8,7 +8,7 @@ result, so the words can never contradict the chart. The UI runner
 way to show a refusal.
 
     result = section.run(setup, knobs, progress)   # a small frozen dataclass
-    section.figure(result, presenter)               # go.Figure or None
+    section.figure(result, presenter)               # go.Figure, a Picture or None
     section.table(result)                            # pd.DataFrame or None
     section.notes(result)                            # sentences (markdown) from the numbers
     section.extras(result)                           # more items: a flowchart, code, ...
@@ -25,6 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from normviz import alttext
+from normviz.figures.spec import Picture
 from normviz.knobs import Knob, Value
 
 Progress = Callable[[float, str], None]  # (fraction done, what is running)
@@ -88,7 +89,8 @@ class Section:
     intro: str  # markdown: what the section shows and why
     run: Callable[[Any, Mapping[str, Value], Progress], Any]
     knobs: tuple[Knob, ...] = ()
-    figure: Callable[[Any, bool], go.Figure | None] = field(default=_no_figure)
+    # a Plotly figure, or a still Picture (SVG images in HTML) that loads no chart library
+    figure: Callable[[Any, bool], go.Figure | Picture | None] = field(default=_no_figure)
     table: Callable[[Any], pd.DataFrame | None] = field(default=_no_table)
     notes: Callable[[Any], Sequence[str]] = field(default=_no_notes)
     extras: Callable[[Any], Sequence[Extra]] = field(default=_no_extras)
@@ -96,9 +98,12 @@ class Section:
     # gives none, the sentences are read off the figure itself (alttext.describe)
     alt: Callable[[Any], Sequence[str]] = field(default=_no_alt)
 
-    def alt_text(self, result: Any, fig: go.Figure | None) -> list[str]:
+    def alt_text(self, result: Any, fig: go.Figure | Picture | None) -> list[str]:
         """The text alternative of this section's figure: `alt(result)`, else described."""
-        return list(self.alt(result)) or alttext.describe(fig)
+        # a Picture cannot be read back: its section's `alt` says it (tests/test_architecture.py)
+        return list(self.alt(result)) or (
+            alttext.describe(fig) if isinstance(fig, go.Figure) else []
+        )
 
     def defaults(self) -> dict[str, Value]:
         """Every knob at its default."""

@@ -69,7 +69,10 @@ def test_axe_finds_no_serious_violation_and_every_chart_has_a_text_alternative(
         if not _excluded(page, v["id"], n["target"])
     ]
     assert not found, "\n".join(found)
-    # the tensor grid (ui/tensorgrid.py, in its shadow root) is a chart as well
-    charts = page.locator("[data-testid=stPlotlyChart], [data-testid=stGraphVizChart], .tg-grid")
+    # the tensor grid (ui/tensorgrid.py, in its shadow root) and a still picture (the method
+    # thumbnails) are charts as well
+    charts = page.locator(
+        "[data-testid=stPlotlyChart], [data-testid=stGraphVizChart], .tg-grid, .nv-picture"
+    )
     alts = page.locator("[data-testid=stExpander] summary", has_text=ALT_LABEL)
     assert charts.count() == alts.count(), (charts.count(), alts.count())

@@ -1,6 +1,7 @@
 """Every chart on every page has a text alternative (AppTest: no browser needed).
 
-`ui.runner.chart` draws each Plotly chart with a closed "Chart as text" fold under it,
+`ui.runner.chart` draws each Plotly chart and each still picture with a closed "Chart as
+text" fold under it,
 and the runner does the same for each Graphviz flowchart and each tensor grid. The
 sentences are computed from the figure or the section's result (`normviz.alttext`, `Section.alt`).
 """
@@ -25,7 +26,9 @@ def test_every_chart_has_a_text_alternative(path: str | None) -> None:
     at = run_app(path)
     assert_clean(at)
     grids = [e for e in at.get("bidi_component") if e.proto.component_name == tensorgrid.NAME]
+    pictures = [h for h in at.get("html") if h.proto.body.startswith('<div class="nv-picture">')]
     charts = len(at.get("plotly_chart")) + len(at.get("graphviz_chart")) + len(grids)
+    charts += len(pictures)
     folds = [e for e in at.expander if e.label == ALT_LABEL]
     assert charts == len(folds), (charts, len(folds))
     for fold in folds:  # sentences, not an empty fold

@@ -17,6 +17,7 @@ from conftest import starts_a_server
 from signals import assert_valid, assert_within_budget, same_looking
 
 from normviz.errors import Refusal
+from normviz.figures.spec import Picture
 from normviz.knobs import Knob
 from normviz.sections import Section, no_progress
 from ui.pages import PAGES
@@ -206,8 +207,11 @@ def test_section_interface(path: str, section: Section) -> None:
         assert dataclasses.is_dataclass(res) and res.__dataclass_params__.frozen, type(res)
         for presenter in (False, True):
             fig = section.figure(res, presenter)
-            assert fig is None or isinstance(fig, go.Figure)
-            if fig is not None:
+            assert fig is None or isinstance(fig, go.Figure | Picture)
+            if isinstance(fig, Picture):  # cannot be read back: its section says it in words
+                assert section.alt(res) and all(isinstance(w, str) and w for w in section.alt(res))
+                assert len(fig.html) < 1_000_000
+            elif fig is not None:
                 assert_within_budget(fig, what=section.slug)
                 assert not same_looking(fig), same_looking(fig)  # colour is not the only signal
                 assert_valid(fig)

@@ -3,9 +3,13 @@ exactly the statistic group, read off group_ids."""
 
 from __future__ import annotations
 
+import base64
+import html
 import itertools
 import json
 import math
+import re
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import plotly.graph_objects as go
@@ -167,33 +171,56 @@ def _rect_cells(trace) -> set[tuple[int, int]]:
 # ---- thumbnails -----------------------------------------------------------------------
 
 
+def thumbnail_panels(page: str) -> list[dict]:
+    """The thumbnails' panels read back from their HTML: title, alt text, and each fill
+    colour's SVG path (one closed "M…Z" per cell), or the text that stands in."""
+    panels = []
+    for fig in re.findall(r"<figure>(.*?)</figure>", page):
+        title = re.search(r"<figcaption>(.*?)</figcaption>", fig).group(1)
+        img = re.search(r'<img src="data:image/svg\+xml;base64,([^"]+)" alt="([^"]*)"/>', fig)
+        if img is None:
+            panels.append({"title": title, "text": re.search(r"<p>(.*?)</p>", fig).group(1)})
+            continue
+        svg = ET.fromstring(base64.b64decode(img.group(1)))
+        paths = {p.get("fill"): p.get("d") for p in svg.iter("{http://www.w3.org/2000/svg}path")}
+        panels.append({"title": title, "alt": html.unescape(img.group(2)), "paths": paths})
+    return panels
+
+
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_thumbnails_highlight_the_corner_cells_group(layout: str) -> None:
     shape = SMALL[layout]
-    fig = multiples.make_methods_figure(layout, shape, GROUPS)
-    titles = fig.layout.annotations[: len(STANDARD_METHODS)]
-    assert [a.text.replace("<br>", "") for a in titles] == [
-        METHODS[m].label for m in STANDARD_METHODS
-    ]
-    for m in STANDARD_METHODS:
-        idx, in_group, _ = multiples.thumbnail_cells(contract(m, layout, shape, _groups(m)))
+    panels = thumbnail_panels(multiples.methods_html(layout, shape, GROUPS))
+    assert [p["title"] for p in panels] == [METHODS[m].label for m in STANDARD_METHODS]
+    words = multiples.alt_lines(layout, shape, GROUPS)[1:]
+    for m, panel, said in zip(STANDARD_METHODS, panels, words, strict=True):
+        assert panel["alt"] == said  # the image's alt text: the panel in words
+        idx, in_group, quads = multiples.thumbnail_cells(contract(m, layout, shape, _groups(m)))
         ids = group_ids(m, layout, shape, _groups(m))
         np.testing.assert_array_equal(in_group, ids[tuple(idx.T)] == ids[(0,) * len(shape)])
-        drawn = _trace(fig, f"{m}-group")
-        # one NaN closes each quad of the group
-        assert np.isnan(np.asarray(drawn.x, dtype=float)).sum() == in_group.sum() > 0
-        assert drawn.fillcolor == style.METHOD_COLOURS[m]
+        # one closed quad per cell, the group in the method's colour, the rest muted
+        group, others = panel["paths"][style.METHOD_COLOURS[m]], panel["paths"][style.MUTED]
+        assert group.count("M") == group.count("Z") == in_group.sum() > 0
+        assert others.count("M") == (~in_group).sum() > 0
+        assert len(quads) == in_group.size
         # every visible cell of the group is drawn: the group through the corner lies on
         # the visible faces, so its visible part is its cells with an index 0 somewhere
-        group = {tuple(i) for i in np.argwhere(ids == ids[(0,) * len(shape)])}
+        cells = {tuple(i) for i in np.argwhere(ids == ids[(0,) * len(shape)])}
         visible = {tuple(int(v) for v in i) for i in idx}
-        assert {tuple(int(v) for v in i) for i in idx[in_group]} == group & visible
+        assert {tuple(int(v) for v in i) for i in idx[in_group]} == cells & visible
 
 
 def test_thumbnail_explains_groups_that_do_not_divide_c() -> None:
-    fig = multiples.make_methods_figure("NCHW", (2, 6, 3, 3), groups=4)
-    assert any("divisible" in (a.text or "") for a in fig.layout.annotations)
-    assert not [t for t in fig.data if t.uid and t.uid.startswith("group-")]
+    panels = thumbnail_panels(multiples.methods_html("NCHW", (2, 6, 3, 3), groups=4))
+    (group,) = [p for p in panels if p["title"] == METHODS["group"].label]
+    assert "divisible" in group["text"] and "paths" not in group
+    assert all("paths" in p for p in panels if p is not group)
+
+
+def test_thumbnails_escape_their_text() -> None:
+    """Every text of the picture goes through html.escape (the alt's apostrophes too)."""
+    page = multiples.methods_html("BTC", (4, 6, 8), 2)
+    assert "&#x27;s group pools" in page and "'s group" not in page
 
 
 # ---- payload --------------------------------------------------------------------------
@@ -221,7 +248,7 @@ def test_payload_stays_under_1mb_at_the_largest_shapes(layout: str, shape: tuple
         for partition in (False, True):  # the flat view's tensor grid: as a figure, ≤ 1 MB
             grid = gridview.axes_grid(AxesSetup(con, cell=cell), {"partition": partition})
             assert len(json.dumps(grid.payload())) < 1_000_000, (layout, shape, method)
-    assert_within_budget(multiples.make_methods_figure(layout, shape, 1))
+    assert len(multiples.methods_html(layout, shape, 1)) < 100_000  # capped: first cells
 
 
 def test_invalid_settings_raise_a_config_error() -> None:

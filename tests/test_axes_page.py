@@ -19,11 +19,14 @@ from conftest import (
 )
 from signals import assert_within_budget
 from streamlit.testing.v1 import AppTest
+from test_axes_figures import thumbnail_panels
 
 from benchmarks.common import app_test
 from normviz import LAYOUTS, METHODS, STANDARD_METHODS, axes, style
+from normviz.axes import multiples
 from ui.params import PAGE_PARAMS, fmt
-from ui.safe import JOINER
+from ui.runner import ALT_LABEL
+from ui.safe import JOINER, md_text
 
 PARAMS = {p.name: p for p in PAGE_PARAMS["axes"]}
 
@@ -35,6 +38,11 @@ def _charts(at) -> list[dict]:
         assert_within_budget(c.proto.spec)
         out.append(json.loads(c.proto.spec))
     return out
+
+
+def _pictures(at) -> list[str]:
+    """The HTML of the page's method thumbnails (a still normviz.figures.spec.Picture)."""
+    return [h.proto.body for h in at.get("html") if 'class="nv-thumbs"' in h.proto.body]
 
 
 def _trace(spec: dict, name_start: str) -> dict:
@@ -96,7 +104,7 @@ def test_default_page() -> None:
     at = run_open()
     assert_clean(at)
     assert not at.error and not at.warning
-    block, thumbs, groups = _charts(at)
+    block, groups = _charts(at)
     (grid,) = at.get("bidi_component")  # the flat view: the tensor grid (tests/test_tensorgrid.py)
     flat = json.loads(grid.proto.json)
     # BatchNorm on (4, 6, 8): one statistic per feature from B·T = 24 values
@@ -104,7 +112,9 @@ def test_default_page() -> None:
     assert _count(_trace(block, "other cells")["x"]) == 4 * 6 * 8 - 24
     assert block["layout"]["scene"]["xaxis"]["title"]["text"] == "B (4)"
     assert flat["size"] == [4, 6, 8] and flat["m"] == 24 and len(flat["var"]) == 8
-    assert len([t for t in thumbs["data"] if t.get("fill") == "toself"]) == 2 * 5
+    (thumbs,) = _pictures(at)  # all methods side by side: a still picture
+    panels = thumbnail_panels(thumbs)
+    assert len(panels) == 5 and all(len(p["paths"]) == 2 for p in panels)
     page = texts(at)
     assert "B=0, T=0, C=0" in page and "m = B·T = 24" in page
     assert "matches torch.nn.BatchNorm1d, max |Δ| = " in page
@@ -371,16 +381,21 @@ def test_refused_settings_show_reason_and_hint(query: dict, reason: str, hint: s
 def test_home_shows_every_methods_thumbnail_for_both_layouts() -> None:
     at = run_app()
     assert_clean(at)
-    charts = _charts(at)
-    thumbs = [c for c in charts if any(t.get("fill") == "toself" for t in c["data"])]
-    assert len(thumbs) == len(LAYOUTS)
-    for spec in thumbs:
-        titles = [a["text"].replace("<br>", "") for a in spec["layout"]["annotations"]][
-            : len(STANDARD_METHODS)
-        ]
-        assert titles == [METHODS[m].label for m in STANDARD_METHODS]
-        highlighted = [t for t in spec["data"] if t.get("fillcolor") != style.MUTED]
-        assert len(highlighted) == len(STANDARD_METHODS)
+    assert not at.get("plotly_chart")  # the home page loads no chart library
+    pictures = _pictures(at)
+    assert len(pictures) == len(LAYOUTS)
+    for layout, page in zip(LAYOUTS, pictures, strict=True):
+        lay = LAYOUTS[layout]
+        shape = tuple(lay.defaults[a] for a in lay.axes)
+        assert f"{layout} " in page
+        panels = thumbnail_panels(page)
+        assert [p["title"] for p in panels] == [METHODS[m].label for m in STANDARD_METHODS]
+        for m, panel in zip(STANDARD_METHODS, panels, strict=True):
+            assert set(panel["paths"]) == {style.MUTED, style.METHOD_COLOURS[m]}
+        # its text alternative sits under it, as under every chart
+        said = multiples.alt_lines(layout, shape, 2)[1]  # "BatchNorm: the corner cell's…"
+        folds = [m.value for e in at.expander if e.label == ALT_LABEL for m in e.markdown]
+        assert any(f"- {md_text(said, limit=600)}" in fold for fold in folds), folds
 
 
 # ---- real browser ------------------------------------------------------------------

@@ -18,8 +18,8 @@ from ui.pages import CONTROLS, controls
 
 # A link per page that makes each of its controls matter (the BatchNorm lab's G is used
 # by its Shift tab).
-# /axes draws G's other users (every method side by side, GroupNorm as a reshape) only once
-# their folds are opened (normviz.axes.FOLDED): its G is read on a GroupNorm view
+# /axes reads G in every method side by side (a still picture, always drawn); GroupNorm as
+# a reshape is drawn only once its fold is opened (normviz.axes.FOLDED): a GroupNorm view
 QUERY: dict[str, dict[str, str]] = {"batchnorm": {"sim": "shift"}, "axes": {"method": "group"}}
 # A new value for each control: (widget kind, key, value)
 CHANGES: dict[str, list[tuple[str, str, Any]]] = {

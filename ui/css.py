@@ -92,6 +92,20 @@ BASE = """
 [data-testid="stTabs"] [role="tab"][aria-selected="true"] {
   box-shadow: inset 0 -3px 0 0 currentColor;
 }
+/* still pictures (normviz.figures.spec.Picture): the method thumbnails, as many panels
+   a row as fit at 6.5 rem each (five on a laptop or a projector, three on a phone), each
+   drawing as wide as its panel; their text follows the page's sizes */
+.nv-thumbs {
+  display: grid; grid-template-columns: repeat(auto-fit, minmax(min(6.5rem, 100%), 1fr));
+  gap: 0.75rem 1rem; margin: 0;
+}
+.nv-thumbs figure { margin: 0; min-width: 0; }
+.nv-thumbs figcaption {
+  font-weight: 600; text-align: center; margin-bottom: 0.25rem; overflow-wrap: anywhere;
+}
+.nv-thumbs p { font-size: 0.875rem; margin: 0; overflow-wrap: anywhere; }
+.nv-thumbs img { display: block; width: 100%; height: auto; max-height: 12rem; }
+.nv-thumbs-note { font-size: 0.875rem; color: #595959; margin: 0.5rem 0 0; }
 /* the projector's question grid shares the screen with the tally (ui/projector.py): its
    rows at most 10 rem tall together (the tensor grid reads --tg-rows-rem; 40 elsewhere) */
 .st-key-pr_question { --tg-rows-rem: 10; }

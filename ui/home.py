@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from normviz import LAYOUTS, sources, text
 from normviz.axes import multiples
-from ui import runner, state, teach
+from normviz.figures.spec import Picture
+from ui import runner, teach
 from ui.pages import available
 
 THUMB_GROUPS = 2  # GroupNorm's G in the thumbnails (divides both default C)
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
-def _thumbnails(layout: str, presenter: bool) -> go.Figure:
-    """Every method's highlighted block at the layout's classroom shape."""
+def _thumbnails(layout: str) -> Picture:
+    """Every method's highlighted block at the layout's classroom shape (a still picture:
+    the first screen loads no chart library)."""
     lay = LAYOUTS[layout]
     shape = tuple(lay.defaults[a] for a in lay.axes)
-    return multiples.make_methods_figure(layout, shape, THUMB_GROUPS, presenter=presenter)
+    return Picture(multiples.methods_html(layout, shape, THUMB_GROUPS))
 
 
 def render() -> None:
@@ -61,7 +62,7 @@ def render() -> None:
         lay = LAYOUTS[layout]
         shape = tuple(lay.defaults[a] for a in lay.axes)
         words = multiples.alt_lines(layout, shape, THUMB_GROUPS)
-        runner.chart(_thumbnails(layout, state.presenter()), f"thumbs_{layout}", words)
+        runner.chart(_thumbnails(layout), f"thumbs_{layout}", words)
     title = f"Teach with normviz: a {teach.TOTAL_MINUTES}-minute path"
     with st.expander(title, icon=":material/school:"):
         st.markdown(

@@ -27,6 +27,7 @@ from pandas.io.formats.style import Styler
 
 from normviz import alttext
 from normviz.errors import NormConfigError, Refusal
+from normviz.figures.spec import Picture
 from normviz.knobs import Value
 from normviz.sections import Extra, Section
 from ui.safe import md_text
@@ -180,12 +181,18 @@ def alt(lines: Sequence[str], folded: bool = False) -> None:
         st.markdown(body)
 
 
-def chart(fig: go.Figure, key: str, text: Sequence[str] = (), **kw: Any) -> Any:
+def chart(fig: go.Figure | Picture, key: str, text: Sequence[str] = (), **kw: Any) -> Any:
     """A Plotly chart and its text alternative (`text`, else read off the figure).
 
     Every chart of the app goes through here; `kw` goes to `st.plotly_chart`
     (on_select, selection_mode, width...). Returns what `st.plotly_chart` returns.
+    A still `Picture` is inline HTML (no Plotly script to load) in a keyed container.
     """
+    if isinstance(fig, Picture):
+        with st.container(key=key):
+            st.html(f'<div class="nv-picture">{fig.html}</div>')
+        alt(text)
+        return None
     kw.setdefault("config", {"displaylogo": False})
     event = st.plotly_chart(fig, key=key, theme=None, **kw)
     alt(list(text) or alttext.describe(fig))

@@ -61,9 +61,10 @@ REST: tuple[Section, ...] = (
     reshape.SECTION,
 )
 # Far below the fold, drawn only when their fold is opened: on a first load they would
-# bring two of the page's three charts and its two code blocks, whose syntax highlighter
-# is a 1.5 MB script of its own (docs/serving.md, "First draw").
-FOLDED: tuple[Section, ...] = (multiples.SECTION, code.SECTION, reshape.SECTION)
+# bring one of the page's two charts and its two code blocks, whose syntax highlighter
+# is a 1.5 MB script of its own (docs/serving.md, "First draw"). Every method side by
+# side is a still picture (no chart library), so it is drawn at once.
+FOLDED: tuple[Section, ...] = (code.SECTION, reshape.SECTION)
 FOLD_LABEL = "Show this section"  # the fold's label, under the section's heading and intro
 SECTIONS: tuple[Section, ...] = SELECTION + REST
 KNOBS = merge(*(s.knobs for s in SECTIONS), CELL_KNOBS)

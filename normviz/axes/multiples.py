@@ -7,19 +7,20 @@ highlighted: the pooled axes are the ones the highlight stretches along.
 
 from __future__ import annotations
 
+import base64
+import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import plotly.graph_objects as go
 
 from normviz import style
 from normviz.axes.block import axes3d
 from normviz.axes.cells import AxesSetup
 from normviz.axes.window import Window
 from normviz.core import Contract, NormConfigError, contract
-from normviz.figures.spec import Spec, trace
+from normviz.figures.spec import Picture
 from normviz.knobs import Value
 from normviz.layouts import LAYOUTS
 from normviz.methods import METHODS, STANDARD_METHODS
@@ -66,21 +67,12 @@ def _face_polygons(n: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(cells), np.concatenate(quads)
 
 
-def _poly_xy(quads: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Closed quads as one NaN-separated path (one filled trace per colour).
-
-    Plotly breaks a line at NaN as at None, and `fill="toself"` closes each piece
-    on its own; a float array goes out as one typed array instead of thousands of
-    validated Python numbers.
-    """
-    n = len(quads)
-    path = np.full((n, 6, 2), np.nan)
-    path[:, :4] = quads
-    path[:, 4] = quads[:, 0]  # back to the first corner
-    # float32: 3 decimals of a block a few dozen cells wide need no more, and the typed
-    # arrays (most of the home page's first load) go out at half the bytes of float64
-    path = np.round(path, 3).astype(np.float32).reshape(-1, 2)
-    return path[:, 0], path[:, 1]
+def _path(quads: np.ndarray, top: float) -> str:
+    """Closed quads as one SVG path (one filled shape per colour); `top` flips the
+    projection's upward y into SVG's downward y. Two decimals of a block a few dozen
+    cells wide are finer than a pixel of the thumbnail."""
+    d = ["M" + "L".join(f"{x:.2f} {top - y:.2f}" for x, y in quad) + "Z" for quad in quads]
+    return "".join(d)
 
 
 def _thumb_window(layout: str, shape: tuple[int, ...]) -> Window:
@@ -111,97 +103,68 @@ def thumbnail_cells(con: Contract) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return idx, in_group, quads
 
 
-def make_methods_figure(
+def methods_html(
     layout: str,
     shape: Sequence[int],
     groups: int | None = None,
     methods: Sequence[str] = STANDARD_METHODS,
-    presenter: bool = False,
-    height: int = 300,
-) -> go.Figure:
-    """Isometric thumbnails of the block, one subplot per method, cell 0's group highlighted.
+) -> str:
+    """Isometric thumbnails of the block, one per method, cell 0's group highlighted.
 
-    Small multiples in 2D (no WebGL context each); large shapes show their first
-    few cells per axis. GroupNorm with C not divisible by `groups` shows why
-    instead of a drawing.
+    SVG images in a wrapping grid of panels (ui/css.py: `.nv-thumbs`), no chart library:
+    the home page's first screen draws without loading Plotly, and on a phone the panels
+    wrap onto rows instead of shrinking to a fifth of the width. Large shapes show their
+    first few cells per axis. GroupNorm with C not divisible by `groups` says why instead
+    of a drawing. Every text is ours or a number (no user text): escaped all the same.
     """
     shape = tuple(int(s) for s in shape)
-    # "Batch<br>Norm": five one-line names side by side ran into each other on a phone
-    titles = tuple(METHODS[m].label.replace("Norm", "<br>Norm", 1) for m in methods)
-    fig = Spec.grid(1, len(methods), titles, horizontal_spacing=0.02)
-    win = _thumb_window(layout, shape)
-    for col, m in enumerate(methods, start=1):
+    lay = LAYOUTS[layout]
+    words = alt_lines(layout, shape, groups, methods)[1:]
+    panels = []
+    for m, said in zip(methods, words, strict=True):
+        label = html.escape(METHODS[m].label)
         g = groups if METHODS[m].grouped else None
         try:
             con = contract(m, layout, shape, g)
             _, in_group, quads = thumbnail_cells(con)
         except NormConfigError as e:
-            fig.add_annotation(
-                text=str(e).split(". ")[0].replace(": ", ":<br>"),
-                row=1,
-                col=col,
-                x=0,
-                y=0,
-                showarrow=False,
-                font={"size": style.font_size(presenter) - 4},
-            )
+            why = html.escape(str(e).split(". ")[0])
+            panels.append(f"<figure><figcaption>{label}</figcaption><p>{why}</p></figure>")
             continue
-        for mask, colour, name in (
-            (~in_group, style.MUTED, "other cells"),
-            (in_group, style.METHOD_COLOURS[m], f"{con.method_obj.label}: one μ, σ²"),
-        ):
-            xs, ys = _poly_xy(quads[mask])
-            fig.add_trace(
-                trace(
-                    "scatter",
-                    x=xs,
-                    y=ys,
-                    mode="lines",
-                    fill="toself",
-                    fillcolor=colour,
-                    line={"color": "white", "width": 1},
-                    name=name,
-                    uid=f"{m}-{'group' if colour != style.MUTED else 'others'}",
-                    hoverinfo="skip",
-                    showlegend=False,
-                ),
-                row=1,
-                col=col,
+        xs, ys = quads[..., 0], quads[..., 1]
+        pad = 0.3
+        x0, y0 = float(xs.min()) - pad, float(ys.min()) - pad
+        w, h = float(xs.max()) - x0 + pad, float(ys.max()) - y0 + pad
+        top = float(ys.max()) + pad  # SVG's y = top − y
+        shapes = "".join(
+            f'<path fill="{colour}" d="{_path(quads[mask], top)}"/>'
+            for mask, colour in (
+                (~in_group, style.MUTED),
+                (in_group, style.METHOD_COLOURS[m]),
             )
-    # hidden axes, equal scale inside every thumbnail: one layout update for all of them
-    fig.update_layout(
-        {f"xaxis{i if i > 1 else ''}": {"visible": False} for i in range(1, len(methods) + 1)}
-        | {
-            f"yaxis{i if i > 1 else ''}": {
-                "visible": False,
-                "scaleanchor": f"x{i if i > 1 else ''}",
-                "scaleratio": 1,
-            }
-            for i in range(1, len(methods) + 1)
-        }
-    )
-    lay = LAYOUTS[layout]
+        )
+        svg = (
+            f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="{x0:.2f} 0 {w:.2f} {h:.2f}" '
+            'stroke="white"><style>path{stroke-width:1px;vector-effect:non-scaling-stroke}'
+            f"</style>{shapes}</svg>"
+        )
+        # an image of its own (Streamlit's HTML sanitizer drops inline <svg>); its alt
+        # text is the panel in words
+        src = "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+        panels.append(
+            f'<figure><figcaption>{label}</figcaption><img src="{src}" '
+            f'alt="{html.escape(said)}"/></figure>'
+        )
+    win = _thumb_window(layout, shape)
     sizes = ", ".join(f"{a}={n}" for a, n in zip(lay.axes, shape, strict=True))
-    # two lines: one runs off a phone's column
-    caption = f"{lay.key} {sizes};<br>each block: {lay.sample} across, {lay.channel} in depth, "
-    caption += "·".join(a for a in lay.axes if a not in (lay.sample, lay.channel)) + " up"
+    up = "·".join(a for a in lay.axes if a not in (lay.sample, lay.channel))
+    caption = f"{lay.key} {sizes}; each block: {lay.sample} across, {lay.channel} in depth, {up} up"
     if win.capped:
         caption += " (first cells only)"
-    fig.add_annotation(
-        text=caption,
-        xref="paper",
-        yref="paper",
-        x=0.5,
-        y=-0.02,
-        yanchor="top",
-        showarrow=False,
-        font={"color": style.BEFORE, "size": style.font_size(presenter) - 2},
+    return (
+        f'<div class="nv-thumbs">{"".join(panels)}</div>'
+        f'<p class="nv-thumbs-note">{html.escape(caption)}</p>'
     )
-    style.apply(fig, presenter, height=height)
-    size = style.font_size(presenter) - 2
-    top = round(2.6 * style.font_size(presenter)) + 8  # the two-line panel titles
-    fig.update_layout(margin={"l": 10, "r": 10, "t": top, "b": round(2.6 * size) + 16})
-    return fig.figure()
 
 
 # ---- the section --------------------------------------------------------------------
@@ -220,8 +183,9 @@ def run(setup: AxesSetup, knobs: Mapping[str, Value], progress: Progress) -> Mul
     return Multiples(setup.contract.layout, setup.contract.shape, setup.groups)
 
 
-def figure(res: Multiples, presenter: bool) -> go.Figure:
-    return make_methods_figure(res.layout, res.shape, res.groups, presenter=presenter)
+def figure(res: Multiples, presenter: bool) -> Picture:
+    """Presenter mode needs nothing of its own: the picture's text follows the page's."""
+    return Picture(methods_html(res.layout, res.shape, res.groups))
 
 
 def alt_lines(

@@ -85,6 +85,15 @@ def _grid(rows: int, cols: int, n_titles: int, options: str) -> tuple[str, Refs]
     return json.dumps(layout), refs
 
 
+@dataclass(frozen=True)
+class Picture:
+    """A drawing that needs no chart library: HTML (SVG images inside) that normviz wrote itself
+    (never user text), shown where a figure would be (ui.runner.chart), with the same
+    text alternative. For still pictures only: nothing to hover, zoom or pick."""
+
+    html: str
+
+
 @dataclass
 class Spec:
     """A figure under construction: `data` (trace dicts) and `layout` (nested dicts)."""
