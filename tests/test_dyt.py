@@ -7,6 +7,8 @@ written out by hand against torch.autograd's.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -112,6 +114,19 @@ def test_moving_one_cell_moves_one_dyt_output_and_a_whole_group_otherwise(layout
     text = " ".join(pointwise.notes(res))
     assert f"each of the {res.cells:,} cells" in text and "changed 1 output (its own)" in text
     assert f"LayerNorm {res.moved['layer']:,}" in text and "Why that is the point" in text
+
+
+def test_every_bar_keeps_its_whole_number_in_view() -> None:
+    """The counts stand beyond their bars, unclipped, in a range half a decade past the
+    longest bar (plotly's own range cut BatchNorm's "24" to "2" on a phone)."""
+    res = pointwise.pooling(
+        ElementwiseSetup("dyt", "BTC", Generated("channels", "BTC", (4, 6, 8), 0))
+    )
+    (bars,) = pointwise.figure(res, False).data
+    assert list(bars.text) == [f"{res.moved[k]:,}" for k in res.moved]
+    assert bars.textposition == "outside" and bars.cliponaxis is False
+    top = max(res.moved.values())
+    assert pointwise.figure(res, True).layout.xaxis.range[1] == pytest.approx(math.log10(top) + 0.5)
 
 
 # ---- /distributions: squashed, not rescaled ------------------------------------------------

@@ -107,18 +107,27 @@ def figure(res: Pooling, presenter: bool) -> go.Figure:
             marker={"color": [style.METHOD_COLOURS[k] for k in keys]},
             text=[f"{res.moved[k]:,}" for k in keys],
             textposition="outside",
+            cliponaxis=False,
         )
     )
+    moved = np.array(list(res.moved.values()), dtype=float)
+    # a count of 0 (a saturated tanh moves nothing) has no place on a log axis
+    lo, hi = (float(f(moved[moved > 0])) if (moved > 0).any() else 1.0 for f in (np.min, np.max))
     fig.update_layout(
-        title=f"Outputs that moved when one of {res.cells:,} input cells moved",
+        # two short lines: one ran off both sides of a phone
+        title=f"Outputs that moved when<br>one of {res.cells:,} input cells moved",
         xaxis={
             "title": {"text": "outputs changed (log scale)"},
-            **style.log_axis(np.array(list(res.moved.values()), dtype=float)),
+            **style.log_axis(moved),
+            # half a decade past the longest bar holds its number (plotly's own range cut
+            # "24" to "2" on a phone)
+            "range": [math.log10(lo) - 0.05, math.log10(hi) + 0.5],
         },
         yaxis={"autorange": "reversed"},
         showlegend=False,
     )
-    return style.apply(fig, presenter, height=120 + 40 * len(keys)).figure()
+    style.apply(fig, presenter, height=140 + 40 * len(keys))
+    return style.top_room(fig, presenter).figure()
 
 
 def table(res: Pooling) -> pd.DataFrame:

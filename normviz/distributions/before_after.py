@@ -157,13 +157,9 @@ def make_before_after_figure(
 ) -> go.Figure:
     """The values before and after one method, side by side, each on its own x-range."""
     label = METHODS[method].label
-    fig = Spec.grid(
-        1,
-        2,
-        # name and moments on two lines: side by side in one line they meet on a phone
-        (f"before<br>{moments_text(before)}", f"{after_label}<br>{moments_text(after)}"),
-        horizontal_spacing=0.08,
-    )
+    # name and moments a line each: side by side in one line they meet on a phone
+    titles = (f"before<br>{moments_text(before)}", f"{after_label}<br>{moments_text(after)}")
+    fig = Spec.grid(1, 2, titles, horizontal_spacing=0.08)
     fig.add_trace(bars(before, style.BEFORE, "before"), 1, 1)
     fig.add_trace(bars(after, style.METHOD_COLOURS[method], after_label), 1, 2)
     fig.update_layout(
@@ -174,7 +170,7 @@ def make_before_after_figure(
     fig.update_yaxes(title="values", row=1, col=1)
     fig.update_xaxes(title="value")
     style.apply(fig, presenter, height=400)
-    return style.top_room(fig, presenter, below=2).figure()
+    return style.top_room(fig, presenter, below=max(map(style.lines, titles))).figure()
 
 
 def figure(res: BeforeAfter, presenter: bool) -> go.Figure:

@@ -133,8 +133,9 @@ def bars(
 
 
 def moments_text(h: Histogram) -> str:
-    """`mean 0.01, std 1.00`, the line under a panel's title."""
+    """`mean 0.01<br>std 1.00`, the lines under a panel's title (one a line: side by side
+    in one line, two panels' moments ran into each other on a phone)."""
     if not h.n:
         return "no finite values"
-    text = f"mean {h.mean:.3g}, std {h.std:.3g}"
-    return text + (f", {h.n_nonfinite:,} NaN (0/0, left out)" if h.n_nonfinite else "")
+    text = f"mean {h.mean:.3g}<br>std {h.std:.3g}"
+    return text + (f"<br>{h.n_nonfinite:,} NaN (0/0, left out)" if h.n_nonfinite else "")
