@@ -197,7 +197,7 @@ def test_the_guide_gives_the_dyt_claim_with_its_caveat_for_transformers() -> Non
 def test_dyt_sections_render_in_chromium(page, server) -> None:
     """The two DyT sections, drawn by a real browser: their charts' text, no exception."""
     for path, title in (
-        ("axes?method=dyt", "Outputs that moved when one of 192 input cells moved"),
+        ("axes?method=dyt", "one of 192 input cells moved"),  # the second line of its title
         ("distributions?method=dyt&data=outliers", "DyT: values before and after"),
     ):
         open_app(page, server, path)
