@@ -21,7 +21,7 @@ else:  # a script run
     import logging
 
     import ui.warmup  # noqa: F401  (first: the heavy imports, one thread at a time; torch on one thread)
-    from ui import css, realdata, route, runs, sidebar, state
+    from ui import chartload, css, realdata, route, runs, sidebar, state
 
     presenter = state.link_presenter()  # from the session, or on a first visit the link
     st.set_page_config(
@@ -35,6 +35,7 @@ else:  # a script run
     css.inject(presenter)
 
     page = st.navigation(route.app_pages())
+    chartload.early(page.url_path)  # first, before any wait: the browser starts on plotly.js
     try:
         # the query string is written once per run; the run is marked as app.py's (ui.route)
         with runs.turn(), route.through_app(page.url_path), state.url_written(page.url_path):

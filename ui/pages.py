@@ -28,6 +28,7 @@ class PageInfo:
     blurb: str  # one line for the home page's map
     topic: str  # the normviz package that holds its compute, figures and words
     controls: tuple[str, ...] = ()  # the shared settings the page uses (CONTROLS names)
+    charts: bool = True  # its first view draws a plotly chart (ui.chartload)
 
     @property
     def file(self) -> Path:
@@ -94,6 +95,7 @@ PAGES: tuple[PageInfo, ...] = (
         "Practice",
         "a decision guide and an audit of real models",
         "normviz.choose",
+        charts=False,
     ),
     PageInfo(
         "practice",
@@ -103,6 +105,7 @@ PAGES: tuple[PageInfo, ...] = (
         "exercises graded by the app, and a live class for the teacher",
         "normviz.practice",
         ("seed",),
+        charts=False,
     ),
 )
 
@@ -115,3 +118,8 @@ def available() -> list[PageInfo]:
 def controls(path: str) -> tuple[str, ...]:
     """The shared sidebar controls of the page at URL path `path` ("" is the home page)."""
     return next((p.controls for p in PAGES if p.path == path), HOME_CONTROLS)
+
+
+def charts(path: str) -> bool:
+    """Does the first view of the page at URL path `path` draw a chart? (Home: no.)"""
+    return next((p.charts for p in PAGES if p.path == path), False)
